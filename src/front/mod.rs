@@ -183,38 +183,40 @@ fn full(bytes: impl Into<Bytes>) -> FrontBody {
 }
 
 /// An answer the front gives itself, shaped like every other error.
-fn own_error(status: StatusCode, message: &str, request_id: &str) -> Response<FrontBody> {
-    coded_error(status, default_error_code(status.as_u16()), message, request_id)
+fn own_error(status: StatusCode, message: &str, path: &str) -> Response<FrontBody> {
+    coded_error(status, default_error_code(status.as_u16()), message, path)
 }
 
-/// 401 as a guarded route answers it without a well-formed token (with the leasing envelope
-/// under `/api/v1/leasing`).
+/// 401 as a guarded route answers it without a well-formed token.
 fn unauthenticated(path: &str) -> Response<FrontBody> {
+    coded_error(StatusCode::UNAUTHORIZED, "unauthenticated", "Unauthenticated.", path)
+}
+
+/// An error answer with a fresh request id, under `/api/v1/leasing` in the leasing envelope
+/// (`success: false`) as every error there is, the handlers' and dropshot's included.
+fn coded_error(status: StatusCode, error_code: &str, message: &str, path: &str) -> Response<FrontBody> {
     let request_id = fresh_request_id();
     let mut body = serde_json::json!({
-        "message": "Unauthenticated.", "error_code": "unauthenticated", "request_id": request_id,
-    });
-    if path.starts_with("/api/v1/leasing") {
-        body["success"] = serde_json::Value::Bool(false);
-    }
-    let mut response = coded_error(StatusCode::UNAUTHORIZED, "unauthenticated", "Unauthenticated.", &request_id);
-    *response.body_mut() = full(body.to_string());
-    response
-}
-
-fn coded_error(status: StatusCode, error_code: &str, message: &str, request_id: &str) -> Response<FrontBody> {
-    let body = serde_json::json!({
         "message": message,
         "error_code": error_code,
         "request_id": request_id,
     });
+    if is_leasing(path) {
+        body["success"] = serde_json::Value::Bool(false);
+    }
     let mut response = Response::new(full(body.to_string()));
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Ok(id) = HeaderValue::from_str(request_id) {
+    if let Ok(id) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID_HEADER, id);
     }
     response
+}
+
+/// Whether `path` is a leasing route's, whose errors keep the seed's `{success: false, …}`;
+/// judged on the path as dropshot routes it, as `//api/v1/leasing/…` reaches the same routes.
+fn is_leasing(path: &str) -> bool {
+    routed_path::is_under(&routed_path::routed(path), "/api/v1/leasing")
 }
 
 impl Front {
@@ -282,9 +284,9 @@ impl Front {
                     let answer = departure::watching(handled, watched, socket).await;
                     // dropshot answers a body that ended in an error as a bad request.
                     if faults.too_large.load(Ordering::Relaxed) {
-                        self.too_large(&fresh_request_id())
+                        self.too_large(&path)
                     } else if faults.too_slow.load(Ordering::Relaxed) {
-                        self.too_slow()
+                        self.too_slow(&path)
                     } else {
                         match answer {
                             Ok(response) if hides_unknown && response.status() == StatusCode::NOT_FOUND => {
@@ -294,11 +296,7 @@ impl Front {
                             // dropshot turns every failure into an answer; this is its type only.
                             Err(error) => {
                                 slog::error!(self.log, "request failed"; "error" => %error);
-                                own_error(
-                                    StatusCode::INTERNAL_SERVER_ERROR,
-                                    "Internal Server Error",
-                                    &fresh_request_id(),
-                                )
+                                own_error(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error", &path)
                             }
                         }
                     }
@@ -338,16 +336,11 @@ impl Front {
             + 2;
         if head_bytes > self.max_header_bytes {
             let message = format!("The request's headers are larger than {} bytes.", self.max_header_bytes);
-            return Err(coded_error(
-                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "headers_too_large",
-                &message,
-                &fresh_request_id(),
-            ));
+            return Err(coded_error(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", &message, path));
         }
         let routed = routed_path::routed(path);
         if routed_path::is_under(&routed, INTERNAL_PREFIX.trim_end_matches('/')) {
-            return Err(own_error(StatusCode::NOT_FOUND, "Not Found", &fresh_request_id()));
+            return Err(own_error(StatusCode::NOT_FOUND, "Not Found", path));
         }
         let declared_length =
             req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
@@ -357,7 +350,7 @@ impl Front {
             if declared <= self.max_body_bytes as u64 * DISCARDED_BODY_FACTOR {
                 tokio::spawn(discard_body(req.into_body(), self.body_read_timeout));
             }
-            return Err(self.too_large(&fresh_request_id()));
+            return Err(self.too_large(path));
         }
 
         // Without a token nothing under /api/v1 but its public routes says whether it exists:
@@ -371,9 +364,7 @@ impl Front {
                 Some(query) => format!("{internal}?{query}"),
                 None => internal,
             };
-            parts.uri = target
-                .parse()
-                .map_err(|_| own_error(StatusCode::BAD_REQUEST, "Malformed path", &fresh_request_id()))?;
+            parts.uri = target.parse().map_err(|_| own_error(StatusCode::BAD_REQUEST, "Malformed path", path))?;
         }
         // Set when the body outgrows the limit on its way: the request then fails on its
         // stream, and the answer is 413 whatever error the backend connection reports.
@@ -398,16 +389,16 @@ impl Front {
         Ok(Prepared { request: Request::from_parts(parts, body), faults, watched, hides_unknown })
     }
 
-    fn too_slow(&self) -> Response<FrontBody> {
+    fn too_slow(&self, path: &str) -> Response<FrontBody> {
         let message = format!("The request body did not arrive within {} s.", self.body_read_timeout.as_secs());
-        let mut response = coded_error(StatusCode::REQUEST_TIMEOUT, "request_timeout", &message, &fresh_request_id());
+        let mut response = coded_error(StatusCode::REQUEST_TIMEOUT, "request_timeout", &message, path);
         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
         response
     }
 
-    fn too_large(&self, request_id: &str) -> Response<FrontBody> {
+    fn too_large(&self, path: &str) -> Response<FrontBody> {
         let message = format!("The request body is larger than {} bytes.", self.max_body_bytes);
-        let mut response = own_error(StatusCode::PAYLOAD_TOO_LARGE, &message, request_id);
+        let mut response = own_error(StatusCode::PAYLOAD_TOO_LARGE, &message, path);
         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
         response
     }
@@ -443,7 +434,7 @@ impl Front {
                 body.entry("error_code").or_insert_with(|| default_error_code(parts.status.as_u16()).into());
                 // The leasing envelope on every error there, dropshot's own (a bad query or
                 // body) included.
-                if path.starts_with("/api/v1/leasing") {
+                if is_leasing(path) {
                     body.entry("success").or_insert(serde_json::Value::Bool(false));
                 }
                 if let Some(seconds) = body.get("retry_after_seconds").and_then(|v| v.as_u64()) {

@@ -6924,7 +6924,17 @@ export interface components {
                 "application/json": components["schemas"]["BadGateway"];
             };
         };
-        /** @description The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`). */
+        /** @description The request could not be read (`bad_request`): malformed JSON, a body whose `Content-Type` is not `application/json`, a path or query parameter of the wrong form, or a NUL character (U+0000), which the database cannot hold. The message names the problem; the same request will fail again. */
+        BadRequest: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ApiError"];
+            };
+        };
+        /** @description The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`); or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_progress`). */
         Conflict: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -6942,6 +6952,16 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["GatewayTimeout"];
+            };
+        };
+        /** @description The position is older than the oldest change kept, or was not answered by this database (`cursor_expired`): copy the set again and follow from the copy's position. */
+        Gone: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ApiError"];
             };
         };
         /** @description An unexpected failure (`internal_error`), such as a failed database query: the message is generic and the service logged the detail under `request_id`; quote it when reporting the problem. */
@@ -7001,9 +7021,21 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
+        /** @description The request's body did not arrive within `BODY_READ_TIMEOUT_SECONDS` of its start (`request_timeout`); the connection is closed. */
+        RequestTimeout: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ApiError"];
+            };
+        };
         /** @description The database does not answer (`service_unavailable`), or the service is shutting down and stopped the work the call held (`shutting_down`); send it again. */
         ServiceUnavailable: {
             headers: {
+                /** @description Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`. */
+                "Retry-After"?: number;
                 "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
@@ -7011,7 +7043,7 @@ export interface components {
                 "application/json": components["schemas"]["ServiceUnavailable"];
             };
         };
-        /** @description Too many attempts; retry after the number of seconds in `Retry-After`. */
+        /** @description Over a limit, named by `error_code`: failed logins for this email or from this address (`too_many_attempts`), or `MAX_HELD_CALLS_PER_USER` waits and flows of the caller's user running here (`too_many_held_calls`). Retry after the number of seconds in `Retry-After`. */
         TooManyRequests: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -7043,6 +7075,8 @@ export interface components {
         /** @description The database does not answer (`service_unavailable`), the service is shutting down and stopped the field-report work the call started (`interrupted`; send it again), the upstream system is not configured (`upstream_not_configured`; the message names the setting), or it stays busy (`upstream_busy`; retry after `Retry-After`). */
         UpstreamUnavailable: {
             headers: {
+                /** @description Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`. */
+                "Retry-After"?: number;
                 "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
@@ -7128,8 +7162,11 @@ export interface operations {
                     "application/json": components["schemas"]["ErpChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -7140,6 +7177,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7186,9 +7224,12 @@ export interface operations {
                     "application/json": components["schemas"]["AttributePullAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7239,9 +7280,12 @@ export interface operations {
                     "application/json": components["schemas"]["AttributePullAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7287,9 +7331,12 @@ export interface operations {
                     "application/json": components["schemas"]["AttributePushAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7337,9 +7384,12 @@ export interface operations {
                     "application/json": components["schemas"]["AttributePushAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7373,9 +7423,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7424,9 +7478,12 @@ export interface operations {
                     "application/json": components["schemas"]["PostAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7480,9 +7537,12 @@ export interface operations {
                     "application/json": components["schemas"]["PostAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7533,9 +7593,12 @@ export interface operations {
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7586,9 +7649,12 @@ export interface operations {
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7642,9 +7708,12 @@ export interface operations {
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7700,8 +7769,12 @@ export interface operations {
                     "application/json": components["schemas"]["ErpOverview"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7753,8 +7826,12 @@ export interface operations {
                     "application/json": components["schemas"]["ErpRecordPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7792,8 +7869,12 @@ export interface operations {
                     "application/json": components["schemas"]["ErpRecord"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7832,8 +7913,12 @@ export interface operations {
                     "application/json": components["schemas"]["ErpRecords"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -7882,9 +7967,12 @@ export interface operations {
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7938,9 +8026,12 @@ export interface operations {
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -7996,9 +8087,12 @@ export interface operations {
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -8056,9 +8150,12 @@ export interface operations {
                     "application/json": components["schemas"]["PullAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -8108,6 +8205,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookAccepted"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             /** @description `ERP_WEBHOOK_SECRET` is set and the call did not carry it as `?secret=` or `X-Webhook-Secret` (`invalid_webhook_secret`). */
             401: {
                 headers: {
@@ -8128,6 +8226,9 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8178,6 +8279,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookAccepted"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             /** @description `ERP_WEBHOOK_SECRET` is set and the call did not carry it as `?secret=` or `X-Webhook-Secret` (`invalid_webhook_secret`). */
             401: {
                 headers: {
@@ -8198,6 +8300,9 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
@@ -8271,8 +8376,12 @@ export interface operations {
                     "application/json": components["schemas"]["CompaniesPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8337,8 +8446,11 @@ export interface operations {
                     "application/json": components["schemas"]["CompaniesWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -8385,8 +8497,11 @@ export interface operations {
                     "application/json": components["schemas"]["CompaniesChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -8397,6 +8512,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8425,8 +8541,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8574,9 +8695,12 @@ export interface operations {
                     "application/json": components["schemas"]["Company"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8643,9 +8767,11 @@ export interface operations {
                     "application/json": components["schemas"]["CompaniesWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -8695,10 +8821,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -8767,9 +8895,11 @@ export interface operations {
                     "application/json": components["schemas"]["CompaniesWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -8843,8 +8973,12 @@ export interface operations {
                     "application/json": components["schemas"]["ContactsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8906,8 +9040,11 @@ export interface operations {
                     "application/json": components["schemas"]["ContactsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -8954,8 +9091,11 @@ export interface operations {
                     "application/json": components["schemas"]["ContactsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -8966,6 +9106,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8994,8 +9135,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9055,9 +9201,12 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9121,9 +9270,11 @@ export interface operations {
                     "application/json": components["schemas"]["ContactsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9173,10 +9324,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -9242,9 +9395,11 @@ export interface operations {
                     "application/json": components["schemas"]["ContactsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9308,8 +9463,12 @@ export interface operations {
                     "application/json": components["schemas"]["CostCentersPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9361,8 +9520,11 @@ export interface operations {
                     "application/json": components["schemas"]["CostCentersWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9409,8 +9571,11 @@ export interface operations {
                     "application/json": components["schemas"]["CostCentersChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -9421,6 +9586,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9449,8 +9615,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9491,9 +9662,12 @@ export interface operations {
                     "application/json": components["schemas"]["CostCenter"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9547,9 +9721,11 @@ export interface operations {
                     "application/json": components["schemas"]["CostCentersWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9599,10 +9775,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -9658,9 +9836,11 @@ export interface operations {
                     "application/json": components["schemas"]["CostCentersWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9731,8 +9911,12 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9791,8 +9975,11 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -9839,8 +10026,11 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -9851,6 +10041,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9879,8 +10070,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9928,9 +10124,12 @@ export interface operations {
                     "application/json": components["schemas"]["Document"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9991,9 +10190,11 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10043,10 +10244,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -10109,9 +10312,11 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10181,8 +10386,12 @@ export interface operations {
                     "application/json": components["schemas"]["ItemTypesPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10240,8 +10449,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemTypesWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10288,8 +10500,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemTypesChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -10300,6 +10515,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10328,8 +10544,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10376,9 +10597,12 @@ export interface operations {
                     "application/json": components["schemas"]["ItemType"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10438,9 +10662,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemTypesWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10490,10 +10716,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -10555,9 +10783,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemTypesWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10621,8 +10851,12 @@ export interface operations {
                     "application/json": components["schemas"]["ItemUnitsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10674,8 +10908,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemUnitsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10722,8 +10959,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemUnitsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -10734,6 +10974,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10762,8 +11003,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10804,9 +11050,12 @@ export interface operations {
                     "application/json": components["schemas"]["ItemUnit"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10860,9 +11109,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemUnitsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -10912,10 +11163,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -10971,9 +11224,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemUnitsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11042,8 +11297,12 @@ export interface operations {
                     "application/json": components["schemas"]["ItemsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11100,8 +11359,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11148,8 +11410,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -11160,6 +11425,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11188,8 +11454,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11235,9 +11506,12 @@ export interface operations {
                     "application/json": components["schemas"]["Item"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11296,9 +11570,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11348,10 +11624,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -11412,9 +11690,11 @@ export interface operations {
                     "application/json": components["schemas"]["ItemsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11464,9 +11744,12 @@ export interface operations {
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -11516,10 +11799,12 @@ export interface operations {
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -11571,10 +11856,12 @@ export interface operations {
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -11628,10 +11915,12 @@ export interface operations {
                     "application/json": components["schemas"]["PushAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -11695,8 +11984,12 @@ export interface operations {
                     "application/json": components["schemas"]["ProductsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11751,8 +12044,11 @@ export interface operations {
                     "application/json": components["schemas"]["ProductsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11799,8 +12095,11 @@ export interface operations {
                     "application/json": components["schemas"]["ProductsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -11811,6 +12110,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11839,8 +12139,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11884,9 +12189,12 @@ export interface operations {
                     "application/json": components["schemas"]["Product"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11943,9 +12251,11 @@ export interface operations {
                     "application/json": components["schemas"]["ProductsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -11995,10 +12305,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -12057,9 +12369,11 @@ export interface operations {
                     "application/json": components["schemas"]["ProductsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12123,8 +12437,12 @@ export interface operations {
                     "application/json": components["schemas"]["QualificationsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12176,8 +12494,11 @@ export interface operations {
                     "application/json": components["schemas"]["QualificationsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12224,8 +12545,11 @@ export interface operations {
                     "application/json": components["schemas"]["QualificationsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -12236,6 +12560,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12264,8 +12589,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12306,9 +12636,12 @@ export interface operations {
                     "application/json": components["schemas"]["Qualification"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12362,9 +12695,11 @@ export interface operations {
                     "application/json": components["schemas"]["QualificationsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12414,10 +12749,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -12473,9 +12810,11 @@ export interface operations {
                     "application/json": components["schemas"]["QualificationsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12546,8 +12885,12 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceObjectsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12606,8 +12949,11 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceObjectsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12654,8 +13000,11 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceObjectsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -12666,6 +13015,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12694,8 +13044,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12825,9 +13180,12 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceObject"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12888,9 +13246,11 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceObjectsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -12940,10 +13300,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -13006,9 +13368,11 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceObjectsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -13081,8 +13445,12 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequestsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13143,8 +13511,11 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequestsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -13191,8 +13562,11 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequestsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -13203,6 +13577,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13231,8 +13606,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13452,9 +13832,12 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequest"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13517,9 +13900,11 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequestsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -13569,10 +13954,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -13637,9 +14024,11 @@ export interface operations {
                     "application/json": components["schemas"]["ServiceRequestsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -13700,9 +14089,12 @@ export interface operations {
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -13763,10 +14155,12 @@ export interface operations {
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -13809,8 +14203,12 @@ export interface operations {
                     "application/json": components["schemas"]["EntitiesAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13852,9 +14250,12 @@ export interface operations {
                     "application/json": components["schemas"]["EntityAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13891,9 +14292,12 @@ export interface operations {
                     "application/json": components["schemas"]["FoundRecords"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13932,9 +14336,12 @@ export interface operations {
                     "application/json": components["schemas"]["FoundRecords"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13994,8 +14401,12 @@ export interface operations {
                     "application/json": components["schemas"]["StepListTemplatesPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14048,8 +14459,11 @@ export interface operations {
                     "application/json": components["schemas"]["StepListTemplatesWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14096,8 +14510,11 @@ export interface operations {
                     "application/json": components["schemas"]["StepListTemplatesChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -14108,6 +14525,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14136,8 +14554,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14179,9 +14602,12 @@ export interface operations {
                     "application/json": components["schemas"]["StepListTemplate"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14236,9 +14662,11 @@ export interface operations {
                     "application/json": components["schemas"]["StepListTemplatesWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14288,10 +14716,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -14348,9 +14778,11 @@ export interface operations {
                     "application/json": components["schemas"]["StepListTemplatesWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14414,9 +14846,12 @@ export interface operations {
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -14480,10 +14915,12 @@ export interface operations {
                     "application/json": components["schemas"]["SyncAnswer"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -14543,8 +14980,12 @@ export interface operations {
                     "application/json": components["schemas"]["TagsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14595,8 +15036,11 @@ export interface operations {
                     "application/json": components["schemas"]["TagsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14643,8 +15087,11 @@ export interface operations {
                     "application/json": components["schemas"]["TagsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -14655,6 +15102,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14683,8 +15131,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14724,9 +15177,12 @@ export interface operations {
                     "application/json": components["schemas"]["Tag"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14779,9 +15235,11 @@ export interface operations {
                     "application/json": components["schemas"]["TagsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14831,10 +15289,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -14889,9 +15349,11 @@ export interface operations {
                     "application/json": components["schemas"]["TagsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -14960,8 +15422,12 @@ export interface operations {
                     "application/json": components["schemas"]["TimeEventsPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15018,8 +15484,11 @@ export interface operations {
                     "application/json": components["schemas"]["TimeEventsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15066,8 +15535,11 @@ export interface operations {
                     "application/json": components["schemas"]["TimeEventsChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -15078,6 +15550,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15106,8 +15579,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15153,9 +15631,12 @@ export interface operations {
                     "application/json": components["schemas"]["TimeEvent"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15214,9 +15695,11 @@ export interface operations {
                     "application/json": components["schemas"]["TimeEventsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15266,10 +15749,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -15330,9 +15815,11 @@ export interface operations {
                     "application/json": components["schemas"]["TimeEventsWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15403,8 +15890,12 @@ export interface operations {
                     "application/json": components["schemas"]["UsersPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15463,8 +15954,11 @@ export interface operations {
                     "application/json": components["schemas"]["UsersWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15511,8 +16005,11 @@ export interface operations {
                     "application/json": components["schemas"]["UsersChangePage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             /** @description The position `since` is older than the oldest removal kept (`RETAIN_FEED_REMOVALS_DAYS`), or was not answered by this database (restored from a backup since): copy the set again and follow from the copy's position (`cursor_expired`). */
             410: {
                 headers: {
@@ -15523,6 +16020,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15551,8 +16049,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15600,9 +16103,12 @@ export interface operations {
                     "application/json": components["schemas"]["User"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15663,9 +16169,11 @@ export interface operations {
                     "application/json": components["schemas"]["UsersWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15715,10 +16223,12 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             502: components["responses"]["BadGateway"];
             503: components["responses"]["UpstreamUnavailable"];
@@ -15781,9 +16291,11 @@ export interface operations {
                     "application/json": components["schemas"]["UsersWrite"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
@@ -15870,9 +16382,13 @@ export interface operations {
                     "application/json": components["schemas"]["JobPage"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15929,8 +16445,11 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             /** @description A job of the same kind and target is queued or running (`job_active`); the message names it. */
             409: {
                 headers: {
@@ -16018,6 +16537,7 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description No such job (`not_found`). */
@@ -16037,6 +16557,9 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -16086,6 +16609,7 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             /** @description The token lacks the ability `jobs` (`missing_ability`), or the job was queued by another user and the caller is not an operator (`not_job_owner`). */
             403: {
@@ -16138,6 +16662,8 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -16239,11 +16765,14 @@ export interface operations {
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
-            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted); retry after `Retry-After` seconds, or send the request without a key. */
+            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -16294,8 +16823,10 @@ export interface operations {
                     "application/json": components["schemas"]["InverseCalculationResult"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -16336,8 +16867,10 @@ export interface operations {
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -16374,8 +16907,10 @@ export interface operations {
                     "application/json": components["schemas"]["InverseCalculationResult"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -16412,8 +16947,10 @@ export interface operations {
                     "application/json": components["schemas"]["InverseCalculationResult"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -16445,6 +16982,7 @@ export interface operations {
                     "application/json": components["schemas"]["FlowHealth"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             500: components["responses"]["InternalError"];
@@ -16619,8 +17157,10 @@ export interface operations {
                     "application/json": components["schemas"]["FlowEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            408: components["responses"]["RequestTimeout"];
             /** @description A retry with the same `Idempotency-Key` while the first attempt runs (`idempotency_key_in_progress`; `flowId` and `financingId` name its flow once it started), or after the first attempt's flow ended without an answer its client read: its instance stopped, or its client went away (`idempotency_key_flow_ended`; `failedStep` and the flow's record say where it stopped, `financingId` what it created). No financing request is created. */
             409: {
                 headers: {
@@ -16642,7 +17182,7 @@ export interface operations {
                     "application/json": components["schemas"]["LeasingFlowInvalid"];
                 };
             };
-            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted); retry after `Retry-After` seconds, or send the request without a key. */
+            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key), or the caller's user has `MAX_HELD_CALLS_PER_USER` waits and flows running here (`too_many_held_calls`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -16686,6 +17226,8 @@ export interface operations {
             /** @description The database does not answer (`service_unavailable`; no flow position), or the service shut down while the flow ran (`shutting_down`): the flow stopped at `failedStep`, recorded as `interrupted`. */
             503: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`. */
+                    "Retry-After"?: number;
                     "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
@@ -16731,6 +17273,7 @@ export interface operations {
                     "application/json": components["schemas"]["TestFlowEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -16751,6 +17294,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -16809,6 +17353,7 @@ export interface operations {
                     "application/json": components["schemas"]["FlowRecordEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description No flow with this id among the token's user's flows (`not_found`). */
@@ -16890,8 +17435,11 @@ export interface operations {
                     "application/json": components["schemas"]["SubscriptionList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -16947,8 +17495,11 @@ export interface operations {
                     "application/json": components["schemas"]["SubscriptionWithSecret"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             /** @description The caller has `LEASING_SUBSCRIPTIONS_PER_USER` subscriptions already (`too_many_subscriptions`). */
             409: {
                 headers: {
@@ -17034,6 +17585,7 @@ export interface operations {
                     "application/json": components["schemas"]["Subscription"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description No such subscription (`not_found`). */
@@ -17054,6 +17606,8 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17079,6 +17633,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description No such subscription (`not_found`). */
@@ -17099,6 +17654,8 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17154,6 +17711,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description No such subscription (`not_found`). */
@@ -17174,6 +17732,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -17219,6 +17778,7 @@ export interface operations {
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description No such subscription or delivery (`not_found`). */
@@ -17239,6 +17799,8 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17283,6 +17845,7 @@ export interface operations {
                     "application/json": components["schemas"]["SubscriptionWithSecret"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description No such subscription (`not_found`). */
@@ -17303,6 +17866,8 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17357,6 +17922,7 @@ export interface operations {
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17377,6 +17943,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17440,6 +18007,7 @@ export interface operations {
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17460,6 +18028,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -17495,6 +18064,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17515,6 +18085,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17558,6 +18129,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContractDocumentEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17578,6 +18150,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17611,6 +18184,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17631,6 +18205,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17682,6 +18257,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17702,6 +18278,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -17737,6 +18314,7 @@ export interface operations {
                     "application/json": components["schemas"]["ConfigurationEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17757,6 +18335,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17820,6 +18399,7 @@ export interface operations {
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17840,6 +18420,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
@@ -17875,6 +18456,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActionEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17895,6 +18477,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -17958,6 +18541,7 @@ export interface operations {
                     "application/json": components["schemas"]["RequestEnvelope"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -17978,6 +18562,8 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -18014,6 +18600,7 @@ export interface operations {
                     "application/json": components["schemas"]["Watch"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["MissingAbility"];
             /** @description The financing request was created (or first watched) through this service by another user (`not_found`); only its creator and operators reach it. A request this service has no creator of is reached by every token with the ability `leasing`. */
@@ -18034,6 +18621,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["LeasingFailure"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -18074,6 +18662,7 @@ export interface operations {
                     "application/json": components["schemas"]["LoginResponse"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             /** @description Unknown email or wrong password (the same answer for both). */
             401: {
                 headers: {
@@ -18084,6 +18673,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
@@ -18109,6 +18699,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -18142,6 +18733,7 @@ export interface operations {
                     "application/json": components["schemas"]["CurrentUser"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

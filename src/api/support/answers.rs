@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::api::support::idempotency;
 use crate::auth::AuthError;
 use crate::auth::ability::Ability;
 use crate::erp::ErpError;
@@ -51,12 +52,18 @@ pub enum Source {
     Feed,
     /// The readiness probe: the database's answer, nothing else.
     Probe,
+    /// A leasing route that checks its input itself (the inverse calculations).
+    LeasingInput,
+    /// A held call (a wait, a one-shot flow): its place under the user's cap.
+    HeldCall,
+    /// A route that takes an `Idempotency-Key`.
+    IdempotencyKey,
 }
 
 impl Source {
     /// Every source, so that a test can walk every answer the service can give
     /// (`tests/integration/edge/python_client.rs` sends each through a generated client).
-    pub const ALL: [Source; 12] = [
+    pub const ALL: [Source; 15] = [
         Source::Store,
         Source::Guard,
         Source::Login,
@@ -69,6 +76,9 @@ impl Source {
         Source::Job,
         Source::Probe,
         Source::Feed,
+        Source::LeasingInput,
+        Source::HeldCall,
+        Source::IdempotencyKey,
     ];
 }
 
@@ -122,6 +132,9 @@ impl Source {
             Source::Job => job_errors().into_iter().map(ApiError::from).map(answer).collect(),
             Source::Feed => feed_errors().into_iter().map(ApiError::from).map(answer).collect(),
             Source::Probe => [answer(ApiError::unavailable("made up"))].into(),
+            Source::LeasingInput => [answer(ApiError::validation(field_errors()))].into(),
+            Source::HeldCall => [answer(ApiError::too_many_held_calls(1))].into(),
+            Source::IdempotencyKey => idempotency::refusals().into_iter().map(answer).collect(),
         })
     }
 }
@@ -167,8 +180,23 @@ pub fn sources(op_id: &str, tags: &[String], guarded: bool) -> BTreeSet<Source> 
     } else if op_id == "readyz" {
         sources.insert(Source::Probe);
     }
+    if op_id.starts_with("leasing_calculate") {
+        sources.insert(Source::LeasingInput);
+    }
+    if HELD_OPERATIONS.contains(&op_id) {
+        sources.insert(Source::HeldCall);
+    }
+    if IDEMPOTENT_OPERATIONS.contains(&op_id) {
+        sources.insert(Source::IdempotencyKey);
+    }
     sources
 }
+
+/// The held calls (`crate::front::departure::holds` names their paths).
+const HELD_OPERATIONS: &[&str] = &["leasing_wait_ready_to_sign", "leasing_request_flow"];
+
+/// The operations that take an `Idempotency-Key` (a test checks the document's parameters).
+pub const IDEMPOTENT_OPERATIONS: &[&str] = &["leasing_create", "leasing_request_flow"];
 
 /// Every answer of an operation whose handler returns errors of `sources`.
 pub fn answers(sources: &BTreeSet<Source>) -> BTreeSet<Answer> {
@@ -367,7 +395,10 @@ mod tests {
                 | Source::ErpLocal
                 | Source::Job
                 | Source::Feed
-                | Source::Probe => {}
+                | Source::Probe
+                | Source::LeasingInput
+                | Source::HeldCall
+                | Source::IdempotencyKey => {}
             }
         }
         let distinct: BTreeSet<Source> = Source::ALL.into_iter().collect();

@@ -86,8 +86,7 @@ pub async fn claim<T: DeserializeOwned>(
 ) -> Result<Claim<T>, ApiError> {
     let Some(key) = key else { return Ok(Claim::Run(Reservation { user_id, route, key: None })) };
     if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| (b' '..=b'~').contains(&b)) {
-        let errors = [("Idempotency-Key".to_string(), vec!["Up to 255 printable characters.".to_string()])].into();
-        return Err(ApiError::validation(errors).leasing());
+        return Err(malformed_key());
     }
     // A new key counts against the rate; a repeat of a stored key is answered as ever.
     match store.reserve_new_idempotency_key(user_id, route, &key, &hash(body), rate.0).await? {
@@ -99,14 +98,7 @@ pub async fn claim<T: DeserializeOwned>(
     }
     Ok(match store.reserve_idempotency_key(user_id, route, &key, &hash(body)).await? {
         KeyState::Reserved => Claim::Run(Reservation { user_id, route, key: Some(key) }),
-        KeyState::Mismatch => {
-            return Err(ApiError::new(
-                ErrorStatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency_key_reused",
-                "This Idempotency-Key was used with a different request body.",
-            )
-            .leasing());
-        }
+        KeyState::Mismatch => return Err(reused()),
         KeyState::InProgress => Claim::Running,
         KeyState::Completed { status, body } if status < 400 => {
             Claim::Answered(serde_json::from_str(&body).map_err(ApiError::internal))
@@ -115,6 +107,27 @@ pub async fn claim<T: DeserializeOwned>(
             Claim::Answered(Err(ApiError::stored(status, &body).map_err(ApiError::internal)?))
         }
     })
+}
+
+/// Every refusal of a key (for the document, `crate::api::support::answers`).
+pub fn refusals() -> Vec<ApiError> {
+    vec![malformed_key(), ApiError::too_many_idempotency_keys(1, 1).leasing(), reused(), in_progress()]
+}
+
+/// The answer to a key that is not 1–255 printable characters.
+fn malformed_key() -> ApiError {
+    let errors = [("Idempotency-Key".to_string(), vec!["Up to 255 printable characters.".to_string()])].into();
+    ApiError::validation(errors).leasing()
+}
+
+/// The answer to a key sent again with another body.
+fn reused() -> ApiError {
+    ApiError::new(
+        ErrorStatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency_key_reused",
+        "This Idempotency-Key was used with a different request body.",
+    )
+    .leasing()
 }
 
 /// The answer to a retry while the first request with its key runs.

@@ -173,6 +173,14 @@ impl Contract {
         if response["headers"].get("x-request-id").is_some() && !headers.contains_key("x-request-id") {
             return Err(format!("{op_id} {status}: no x-request-id header"));
         }
+        // A header a client is told to act on must be declared where it is sent.
+        for name in ANNOUNCED_HEADERS {
+            let declared =
+                response["headers"].as_object().is_some_and(|h| h.keys().any(|k| k.eq_ignore_ascii_case(name)));
+            if headers.contains_key(*name) && !declared {
+                return Err(format!("{op_id} {status}: a {name} header the document does not declare"));
+            }
+        }
         let media = headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -218,13 +226,29 @@ pub fn fits(schema: &str, instance: &Value) -> Result<(), String> {
     schemas.validate(instance, index).map_err(|e| format!("{e:#}"))
 }
 
+/// The headers that tell a client what to do, which an answer may carry only where declared.
+const ANNOUNCED_HEADERS: &[&str] = &["retry-after", "location", "etag"];
+
+/// Whether an answer of the service fits the document; `Err` says what does not.
+pub fn mismatch(
+    method: &reqwest::Method,
+    url: &reqwest::Url,
+    status: u16,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<(), String> {
+    CONTRACT
+        .check(method.as_str(), url.path(), status, headers, body)
+        .map_err(|mismatch| format!("the answer to {method} {} does not fit spec/openapi.json: {mismatch}", url.path()))
+}
+
 /// Panics when an answer of the service does not fit the document.
 pub fn check(method: &reqwest::Method, url: &reqwest::Url, status: u16, headers: &http::HeaderMap, body: &[u8]) {
     if !is_service(url) {
         return;
     }
-    if let Err(mismatch) = CONTRACT.check(method.as_str(), url.path(), status, headers, body) {
-        panic!("the answer to {method} {} does not fit spec/openapi.json: {mismatch}", url.path());
+    if let Err(mismatch) = mismatch(method, url, status, headers, body) {
+        panic!("{mismatch}");
     }
 }
 

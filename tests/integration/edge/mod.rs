@@ -5,6 +5,7 @@
 mod abuse;
 mod auth;
 mod client;
+mod declared_answers;
 mod docs_page;
 mod examples;
 mod generated_clients;

@@ -175,6 +175,16 @@ const NOT_PROVOKED: &[(u16, &str, &str)] = &[
     (409, "job_active", "a race: needs a job still running when the same one is queued again"),
     (429, "too_many_active_jobs", "a race: needs JOBS_ACTIVE_PER_USER jobs still running at once"),
     (
+        429,
+        "too_many_held_calls",
+        "needs MAX_HELD_CALLS_PER_USER calls held at once (tests/integration/edge/abuse/held_calls.rs does)",
+    ),
+    (
+        409,
+        "idempotency_key_in_progress",
+        "a race: needs the first request with the key still running (tests/integration/leasing/flow.rs does)",
+    ),
+    (
         504,
         "upstream_outcome_unknown",
         "a forwarded write whose answer is lost after the upstream applied it: a race with the time-out",
@@ -201,6 +211,7 @@ async fn every_error_answer_reaches_a_strict_python_client_typed() {
             ("LEASING_SUBSCRIPTIONS_PER_USER", "1"),
             ("CALLBACK_ALLOW_PRIVATE", "true"),
             ("JOBS_PER_MINUTE_PER_USER", "2"),
+            ("IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER", "2"),
             ("TRUSTED_PROXIES", "127.0.0.1/32"),
             ("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"),
             ("ERP_WEBHOOK_SECRET", secret),

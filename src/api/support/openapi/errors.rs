@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::api::support::answers::Source;
+use crate::api::support::answers::{Answer, Source};
 
 /// The server errors the document states, as responses and schemas of the same name: name,
 /// status, description. Each schema narrows `ApiError` to the `error_code`s that the operations
@@ -144,7 +144,19 @@ pub(super) fn complete_request_flow_operation(op: &mut Value) {
             "description": description,
             "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
         });
+        if *status == "503" {
+            op["responses"][*status]["headers"] = retry_after();
+        }
     }
+}
+
+/// The `Retry-After` a 503 carries when waiting helps (`service_unavailable`, `upstream_busy`;
+/// the front sends it for every `retry_after_seconds` in an error body), absent otherwise.
+fn retry_after() -> Value {
+    json!({"Retry-After": {
+        "description": "Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`.",
+        "schema": {"type": "integer", "minimum": 0}
+    }})
 }
 
 /// The conflict an upstream system can report (its server errors follow from the operation's
@@ -182,15 +194,85 @@ pub(super) fn add_server_errors(doc: &mut Value, server_codes: &BTreeMap<&str, B
     }
     add_request_flow_schemas(schemas, server_codes);
     let responses = doc["components"]["responses"].as_object_mut().expect("the document has responses");
-    for (name, _, description) in SERVER_ERRORS {
+    for (name, status, description) in SERVER_ERRORS {
         if server_codes.contains_key(name) {
-            responses.insert(
-                (*name).into(),
-                json!({
-                    "description": description,
-                    "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
-                }),
-            );
+            let mut response = json!({
+                "description": description,
+                "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
+            });
+            if *status == 503 {
+                response["headers"] = retry_after();
+            }
+            responses.insert((*name).into(), response);
         }
     }
+}
+
+/// The client errors an operation can answer, each declared by its own status (a `4XX` range
+/// is read by no generator that drops ranges, such as openapi-zod-client): every one its error
+/// types give, and 400 wherever dropshot reads an input (malformed JSON, a body of another
+/// content type, a parameter of the wrong form). A status the operation declares already, with
+/// its own description, is kept. 403 `missing_ability` is answered only where an ability is
+/// needed.
+pub(super) fn declare_client_errors(
+    op: &mut Value,
+    answers: &BTreeSet<Answer>,
+    takes_input: bool,
+    states_ability: bool,
+) {
+    let derived = answers
+        .iter()
+        .filter(|(status, code)| *status < 500 && (states_ability || !(*status == 403 && code == "missing_ability")));
+    let statuses: BTreeSet<u16> = derived.map(|(status, _)| *status).chain(takes_input.then_some(400)).collect();
+    let responses = op["responses"].as_object_mut().expect("every operation has responses");
+    for status in statuses {
+        let name = client_error_name(status);
+        responses
+            .entry(status.to_string())
+            .or_insert_with(|| json!({"$ref": format!("#/components/responses/{name}")}));
+    }
+}
+
+/// The shared response of a client error, by status.
+fn client_error_name(status: u16) -> &'static str {
+    match status {
+        400 => "BadRequest",
+        401 => "Unauthenticated",
+        403 => "MissingAbility",
+        404 => "NotFound",
+        409 => "Conflict",
+        410 => "Gone",
+        413 => "PayloadTooLarge",
+        422 => "ValidationFailed",
+        429 => "TooManyRequests",
+        other => panic!("no shared response answers {other}: add one to client_error_name"),
+    }
+}
+
+/// The shared client-error responses of their own: 400 and 410 (for [`declare_client_errors`]),
+/// 408 (every operation that takes a body).
+pub(super) fn add_client_errors(doc: &mut Value) {
+    let content = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiError"}}});
+    let responses = doc["components"]["responses"].as_object_mut().expect("the document has responses");
+    responses.insert(
+        "BadRequest".into(),
+        json!({
+            "description": "The request could not be read (`bad_request`): malformed JSON, a body whose `Content-Type` is not `application/json`, a path or query parameter of the wrong form, or a NUL character (U+0000), which the database cannot hold. The message names the problem; the same request will fail again.",
+            "content": content.clone()
+        }),
+    );
+    responses.insert(
+        "RequestTimeout".into(),
+        json!({
+            "description": "The request's body did not arrive within `BODY_READ_TIMEOUT_SECONDS` of its start (`request_timeout`); the connection is closed.",
+            "content": content.clone()
+        }),
+    );
+    responses.insert(
+        "Gone".into(),
+        json!({
+            "description": "The position is older than the oldest change kept, or was not answered by this database (`cursor_expired`): copy the set again and follow from the copy's position.",
+            "content": content
+        }),
+    );
 }

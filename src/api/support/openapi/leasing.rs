@@ -29,8 +29,13 @@ pub fn complete(op: &mut Value, op_id: &str, path: &str) {
         });
     }
     if op_id == "leasing_create" || op_id == "leasing_request_flow" {
+        let held = if op_id == "leasing_request_flow" {
+            ", or the caller's user has `MAX_HELD_CALLS_PER_USER` waits and flows running here (`too_many_held_calls`)"
+        } else {
+            ""
+        };
         op["responses"]["429"] = json!({
-            "description": "The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted); retry after `Retry-After` seconds, or send the request without a key.",
+            "description": format!("The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key){held}; retry after `Retry-After` seconds."),
             "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
             "content": example(
                 "too_many_idempotency_keys",

@@ -11,7 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use self::errors::{add_server_errors, complete_request_flow_operation, server_error_name, upstream_errors};
+use self::errors::{
+    add_client_errors, add_server_errors, complete_request_flow_operation, declare_client_errors, server_error_name,
+    upstream_errors,
+};
 use self::per_operation::{
     complete_export_operation, complete_fieldreport_operation, complete_jobs_operation, complete_metrics_operation,
     complete_subscription_operation, event_schema,
@@ -100,14 +103,14 @@ fn complete(doc: &mut Value) {
         "content": error_content.clone()
     });
     responses["TooManyRequests"] = json!({
-        "description": "Too many attempts; retry after the number of seconds in `Retry-After`.",
+        "description": "Over a limit, named by `error_code`: failed logins for this email or from this address (`too_many_attempts`), or `MAX_HELD_CALLS_PER_USER` waits and flows of the caller's user running here (`too_many_held_calls`). Retry after the number of seconds in `Retry-After`.",
         "headers": {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}},
         "content": error_content.clone()
     });
 
     responses["NotFound"] = json!({"description": "No such record.", "content": error_content.clone()});
     responses["Conflict"] = json!({
-        "description": "The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`).",
+        "description": "The record exists already, was changed by a concurrent request, or the upstream reports a version conflict (`upstream_conflict`); or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_progress`).",
         "content": error_content.clone()
     });
     doc["components"]["schemas"]["RecordDeleted"] = json!({
@@ -146,6 +149,7 @@ fn complete(doc: &mut Value) {
                 }
             }
             if has_body {
+                op["responses"]["408"] = json!({"$ref": "#/components/responses/RequestTimeout"});
                 op["responses"]["413"] = json!({"$ref": "#/components/responses/PayloadTooLarge"});
                 op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
             }
@@ -155,7 +159,8 @@ fn complete(doc: &mut Value) {
             responses.remove("5XX");
             let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
             let sources = answers::sources(&op_id, &tags, guarded.is_some());
-            for (status, code) in answers::answers(&sources).into_iter().filter(|(status, _)| *status >= 500) {
+            let answers = answers::answers(&sources);
+            for (status, code) in answers.iter().filter(|(status, _)| *status >= 500).cloned() {
                 let name = server_error_name(status, &sources);
                 server_codes.entry(name).or_default().insert(code);
                 responses.insert(status.to_string(), reference(name));
@@ -205,9 +210,13 @@ fn complete(doc: &mut Value) {
                 });
                 op["responses"]["429"] = json!({"$ref": "#/components/responses/TooManyRequests"});
             }
+            let states_ability = op.get("x-ability").is_some();
+            let takes_input = has_body || op["parameters"].as_array().is_some_and(|ps| !ps.is_empty());
+            declare_client_errors(op, &answers, takes_input, states_ability);
         }
     }
     add_server_errors(doc, &server_codes);
+    add_client_errors(doc);
     one_record_identity(doc);
     bound_integers(doc);
     type_timestamps(doc);

@@ -169,6 +169,15 @@ def main(base, email, password, more):
     check(409, "too_many_subscriptions", "leasing_subscription_create",
           lambda: leasing_subscription_create.sync_detailed(client=client, body=hook))
 
+    # Idempotency-Keys: one sent again with another body, and one past the rate
+    # (IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER=2; a repeat of a stored key is not counted).
+    def keyed(company, key):
+        return lambda: leasing_create.sync_detailed(client=client, body=leasing_request(company), idempotency_key=key)
+    assert keyed("Keyed GmbH", "errors-1")().status_code == 201
+    check(422, "idempotency_key_reused", "leasing_create", keyed("Other GmbH", "errors-1"))
+    assert keyed("Keyed GmbH", "errors-2")().status_code == 201
+    check(429, "too_many_idempotency_keys", "leasing_create", keyed("Keyed GmbH", "errors-3"))
+
     # Jobs: someone else's, an ended one, too many (JOBS_PER_MINUTE_PER_USER=2).
     job = jobs_create.sync_detailed(client=client, body=NewJob(kind=NewJobKind.FIELDREPORT_SYNC, target="tags"))
     assert job.status_code == 202, job.content
