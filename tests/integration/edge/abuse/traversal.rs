@@ -119,11 +119,8 @@ async fn the_front_decides_by_the_path_dropshot_routes() {
         assert_eq!(status, 401, "GET {target}: {body:.200}");
     }
     // A leasing route's errors keep the leasing envelope whichever spelling reached it.
-    for target in [
-        "/api/v1/leasing/FIN-1/e-signature",
-        "//api/v1/leasing/FIN-1/e-signature",
-        "/api/v1/%6Ceasing/FIN-1/e-signature",
-    ] {
+    for target in ["/api/v1/leasing/subscriptions", "//api/v1/leasing/subscriptions", "/api/v1/%6Ceasing/subscriptions"]
+    {
         let (status, body) = raw(address(&svc), format!("GET {target} HTTP/1.1\r\nhost: t\r\n").as_bytes(), b"").await;
         assert_eq!(status, 401, "GET {target}: {body:.200}");
         assert!(body.contains(r#""success":false"#), "GET {target}: {body:.200}");
