@@ -59,6 +59,7 @@ impl Services {
             Storage::open(&config.storage, &config.s3).map_err(|e| AssemblyError::Unsupported(e.to_string()))?;
         let store = Store::open_configured(&config.store).await?;
         let auth = Authenticator::new(store.clone(), config.auth.clone())?;
+        auth.normalize_stored_emails().await?;
         let openapi = api::support::openapi::document();
         let metrics = metrics(&openapi, &config.front.docs_path);
         let fieldreport = FieldReportService::new(

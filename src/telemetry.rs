@@ -109,6 +109,16 @@ pub fn report_storage_failure(action: &str, key: &str, detail: &str) {
     }
 }
 
+/// Logs that a user's email, stored before emails were compared in NFKC, was left in its old
+/// form because its normalized form is another user's (`Authenticator::normalize_stored_emails`).
+pub fn report_email_left_as_stored(user_id: i64, other_user_id: Option<i64>) {
+    if let Some(log) = logger() {
+        slog::warn!(log, "a user's email looks like another user's and was left as stored; \
+            `user delete` with that email as stored removes the one not wanted";
+            "user_id" => user_id, "other_user_id" => other_user_id);
+    }
+}
+
 /// Logs that the field-report system refused the described form of a `$filter` literal and
 /// answered the other (an OData server of another version than its description says).
 pub fn report_literal_form(set: &str, described: &str, used: &str) {

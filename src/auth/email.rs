@@ -16,6 +16,11 @@ pub(super) fn normalize_email(email: &str) -> String {
     email.trim().nfkc().collect::<String>().to_lowercase().nfc().collect()
 }
 
+/// The form emails were stored in before they were compared in NFKC: trimmed, lower case.
+pub(super) fn stored_before_nfkc(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
 pub(super) fn validate_email(email: &str, errors: &mut FieldErrors) {
     let valid = email.len() <= MAX_EMAIL_LEN
         && email.split_once('@').is_some_and(|(local, domain)| {

@@ -20,7 +20,7 @@ use crate::vocabulary::field_errors::FieldErrors;
 use ability::{Abilities, Ability};
 pub use config::AuthConfig;
 pub use email::MAX_EMAIL_LEN;
-use email::{normalize_email, validate_email};
+use email::{normalize_email, stored_before_nfkc, validate_email};
 use last_used::LastUsed;
 
 /// Failed logins for one email from one address that are tolerated within [`THROTTLE_WINDOW`].
@@ -460,9 +460,32 @@ impl Authenticator {
         self.store.set_operator(&email, operator).await?.map(User::from).ok_or(AuthError::UnknownUser(email))
     }
 
+    /// Deletes the user of this email. The email as stored is tried first, so that of two
+    /// users whose emails look alike ([`Self::normalize_stored_emails`]) the one named is
+    /// deleted, not the one its normalized form names.
     pub async fn delete_user(&self, email: &str) -> Result<(), AuthError> {
-        let email = normalize_email(email);
-        if self.store.delete_user(&email).await? { Ok(()) } else { Err(AuthError::UnknownUser(email)) }
+        let normalized = normalize_email(email);
+        if self.store.delete_user(&stored_before_nfkc(email)).await? || self.store.delete_user(&normalized).await? {
+            Ok(())
+        } else {
+            Err(AuthError::UnknownUser(normalized))
+        }
+    }
+
+    /// Brings every email stored before emails were compared in NFKC (`email.rs`) to its
+    /// normalized form, so that its user logs in as before. One whose normalized form is
+    /// another user's email is left as it was (logged): those two users' emails look alike,
+    /// and the operator decides which stays. Runs at every start; a read of the users table
+    /// when there is nothing to do.
+    pub async fn normalize_stored_emails(&self) -> Result<(), AuthError> {
+        for user in self.store.list_users().await? {
+            let normalized = normalize_email(&user.email);
+            if normalized != user.email && !self.store.change_user_email(user.id, &normalized).await? {
+                let other = self.store.user_by_email(&normalized).await?.map(|other| other.id);
+                crate::telemetry::report_email_left_as_stored(user.id, other);
+            }
+        }
+        Ok(())
     }
 }
 

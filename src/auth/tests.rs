@@ -64,3 +64,33 @@ async fn emails_that_look_alike_name_one_user() {
         assert!(matches!(created, Err(AuthError::Invalid(_))), "{hidden:?}: {created:?}");
     }
 }
+
+/// Emails stored before they were compared in NFKC are brought to that form at start, so
+/// their users log in as before; one whose form is another user's is left as stored, and
+/// `user delete` with it as stored removes that user, not the other.
+#[tokio::test]
+async fn emails_stored_before_nfkc_are_normalized_or_left_for_the_operator() {
+    let store = Store::open(&DatabaseUrl::new("sqlite::memory:")).await.unwrap();
+    let auth = Authenticator::new(store.clone(), AuthConfig::default()).unwrap();
+    let password = "a long passphrase";
+    let hash = password::hash(password).unwrap();
+    // As the release before stored them: trimmed and lower case only.
+    let decomposed = store.insert_user("J", "jose\u{301}@example.com", &hash, false).await.unwrap();
+    let plain = store.insert_user("O", "ops@example.com", &hash, false).await.unwrap();
+    let fullwidth = store.insert_user("F", "\u{ff4f}ps@example.com", &hash, false).await.unwrap();
+    auth.normalize_stored_emails().await.unwrap();
+    let emails: Vec<(i64, String)> = store.list_users().await.unwrap().into_iter().map(|u| (u.id, u.email)).collect();
+    assert_eq!(
+        emails,
+        [
+            (decomposed.id, "jos\u{e9}@example.com".to_string()),
+            (plain.id, "ops@example.com".to_string()),
+            (fullwidth.id, "\u{ff4f}ps@example.com".to_string())
+        ]
+    );
+    let address = AddressGroup::of("198.51.100.7".parse().unwrap());
+    auth.login("jose\u{301}@example.com", password, address).await.expect("the decomposed user logs in as before");
+    auth.delete_user("\u{ff4f}ps@example.com").await.unwrap();
+    let left: Vec<i64> = store.list_users().await.unwrap().into_iter().map(|u| u.id).collect();
+    assert_eq!(left, [decomposed.id, plain.id], "the fullwidth twin was deleted, the plain user kept");
+}

@@ -79,6 +79,19 @@ impl Store {
         Ok(user)
     }
 
+    /// Gives the user `id` the email `email` unless another user has it; returns whether it did.
+    pub async fn change_user_email(&self, id: i64, email: &str) -> Result<bool, StoreError> {
+        let changed = sqlx::query(
+            "UPDATE users SET email = $1 WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM users WHERE email = $1)",
+        )
+        .bind(email)
+        .bind(id)
+        .execute(self.pool())
+        .await?;
+        self.forget_token_owners();
+        Ok(changed.rows_affected() > 0)
+    }
+
     /// Deletes a user and, with them, every token; returns whether the user existed.
     pub async fn delete_user(&self, email: &str) -> Result<bool, StoreError> {
         let mut tx = self.write_transaction().await?;
