@@ -71,8 +71,14 @@ async fn every_change_arrives_signed_and_in_order(db: Db) {
         assert!((0..600).contains(&age), "webhook-timestamp is the sending time in seconds: {call:?}");
     }
 
-    // The deliveries list: one per event, delivered at the first attempt.
-    let listed: Value = svc.get_json(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await;
+    // The deliveries list: one per event, delivered at the first attempt. The receiver has
+    // the last call before the service has stored its answer, so the list is read until no
+    // delivery is pending.
+    let listed: Value = until("every delivery's answer stored", async || {
+        let listed: Value = svc.get_json(&token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await;
+        listed["items"].as_array().unwrap().iter().all(|d| d["status"] != "pending").then_some(listed)
+    })
+    .await;
     let items = listed["items"].as_array().unwrap();
     assert_eq!(items.len(), receiver.delivered().len(), "{listed}");
     assert!(items.iter().all(|d| d["status"] == "delivered" && d["attempts"] == 1 && d["last_status_code"] == 204));
