@@ -464,8 +464,10 @@ impl Authenticator {
     /// users whose emails look alike ([`Self::normalize_stored_emails`]) the one named is
     /// deleted, not the one its normalized form names.
     pub async fn delete_user(&self, email: &str) -> Result<(), AuthError> {
-        let normalized = normalize_email(email);
-        if self.store.delete_user(&stored_before_nfkc(email)).await? || self.store.delete_user(&normalized).await? {
+        let (stored, normalized) = (stored_before_nfkc(email), normalize_email(email));
+        if self.store.delete_user(&stored).await?
+            || (normalized != stored && self.store.delete_user(&normalized).await?)
+        {
             Ok(())
         } else {
             Err(AuthError::UnknownUser(normalized))
