@@ -13,8 +13,9 @@ pub(super) const WINDOW: usize = 500;
 /// then every other record in key order (`DateModified`, then `Id`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum From {
-    /// Records without a `DateModified`, in Id order: those created at or after `since`
-    /// (every one on the set's first sync, `None`), with an Id above `above`.
+    /// Records without a `DateModified`, in Id order: those created at or after `since` or
+    /// without a `DateOfCreation` (every one on the set's first sync, `None`), with an Id
+    /// above `above`.
     Unmodified { since: Option<Stamp>, above: Option<i64> },
     /// Every record with a `DateModified`: the set's first sync.
     Everything,
@@ -33,8 +34,11 @@ impl From {
         match self {
             From::Unmodified { since, above } => {
                 let mut filter = "DateModified eq null".to_string();
+                // A record with neither stamp has no place in time, so every sync reads it
+                // again (unchanged, it costs no write): else only the set's first sync would.
                 if let Some(since) = since {
-                    filter.push_str(&format!(" and DateOfCreation ge {}", since.literal(literal.0)));
+                    let at = since.literal(literal.0);
+                    filter.push_str(&format!(" and (DateOfCreation ge {at} or DateOfCreation eq null)"));
                 }
                 if let Some(above) = above {
                     filter.push_str(&format!(" and Id gt {above}L"));
