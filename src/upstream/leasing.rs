@@ -264,31 +264,19 @@ fn error_parts(error: &types::ProviderError) -> Vec<String> {
     parts
 }
 
-/// An error status is [`UpstreamError::from_status`] whatever its body: the error answers are
-/// raw (`xtask/src/leasing.rs`), as a proxy in front of the provider answers them with an HTML
-/// page or nothing; the body only gives the message. A body over the bound that every answer
-/// has ([`super::bounded`]) is an unreadable answer, as for a success.
-fn refusal(status: u16, headers: &reqwest::header::HeaderMap, body: reqwest::Result<Vec<u8>>) -> UpstreamError {
-    let body = match body {
-        Err(e) if super::is_too_large(&e) => return UpstreamError::from_reqwest(SYSTEM, e),
-        body => body,
-    };
-    UpstreamError::from_status(SYSTEM, status, headers, || match body {
-        Ok(body) => describe(&body),
-        Err(e) => format!("its body could not be read: {}", super::error_chain(&e.without_url())),
-    })
-}
-
+/// A failed call as its [`UpstreamError`]. An error status decides whatever its body
+/// ([`super::refusal`]): the error answers are raw (`xtask/src/leasing.rs`), as a proxy in
+/// front of the provider answers them with an HTML page or nothing.
 async fn provider_error(error: Error<ByteStream>) -> UpstreamError {
     match error {
         Error::ErrorResponse(response) => {
             let (status, headers) = (response.status().as_u16(), response.headers().clone());
             let body = response.into_inner_stream().try_collect::<Vec<_>>().await.map(|chunks| chunks.concat());
-            refusal(status, &headers, body)
+            super::refusal(SYSTEM, status, &headers, body, describe)
         }
         Error::UnexpectedResponse(response) => {
             let (status, headers) = (response.status().as_u16(), response.headers().clone());
-            refusal(status, &headers, response.bytes().await.map(|body| body.to_vec()))
+            super::refusal(SYSTEM, status, &headers, response.bytes().await, describe)
         }
         Error::CommunicationError(e) | Error::ResponseBodyError(e) | Error::InvalidUpgrade(e) => {
             UpstreamError::from_reqwest(SYSTEM, e)

@@ -168,12 +168,28 @@ pub async fn text_answer(
     let response = bounded(response);
     let status = response.status();
     let headers = response.headers().clone();
-    let body = response.bytes().await.map_err(|e| UpstreamError::from_reqwest(system, e))?;
-    let text = utf8_text(&body);
+    let body = response.bytes().await;
     if !status.is_success() {
-        return Err(UpstreamError::from_status(system, status.as_u16(), &headers, || describe(&text)));
+        return Err(refusal(system, status.as_u16(), &headers, body, |body| describe(&utf8_text(body))));
     }
-    Ok(text)
+    Ok(utf8_text(&body.map_err(|e| UpstreamError::from_reqwest(system, e))?))
+}
+
+/// An error status as its [`UpstreamError`] whatever became of its body: the status decides
+/// (a 503 stays worth another try, with the wait it asked for), the body, when it was read
+/// whole, only gives the message (`describe`).
+pub fn refusal<B: AsRef<[u8]>>(
+    system: System,
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
+    body: reqwest::Result<B>,
+    describe: impl FnOnce(&[u8]) -> String,
+) -> UpstreamError {
+    UpstreamError::from_status(system, status, headers, || match body {
+        Ok(body) => describe(body.as_ref()),
+        Err(e) if is_too_large(&e) => format!("a body over {MAX_ANSWER_BYTES} bytes, not read"),
+        Err(e) => format!("its body could not be read: {}", error_chain(&e.without_url())),
+    })
 }
 
 /// `response` with a body that fails, once more than [`MAX_ANSWER_BYTES`] have come, instead
