@@ -315,7 +315,8 @@ impl Front {
             };
             let status = response.status().as_u16();
             let elapsed = started.elapsed();
-            self.metrics.observe_request(method.as_str(), &path, status, elapsed);
+            // Counted under the operation that answered, however the path was spelled.
+            self.metrics.observe_request(method.as_str(), &routed_path::routed(&path), status, elapsed);
             let latency_ms = elapsed.as_secs_f64() * 1000.0;
             slog::info!(self.log, "request";
                 "method" => %method, "path" => crate::vocabulary::redaction::scrub(&path), "status" => status,

@@ -4,12 +4,19 @@
 //! decisions by path (internal routes refused, unknown routes hidden, held calls watched) are
 //! made on this form, or a spelling would pass them by.
 
+use std::borrow::Cow;
+
 use percent_encoding::percent_decode_str;
 
 /// `path` with empty segments dropped and each segment percent-decoded (a decoded `/` kept
 /// encoded, so that segments stay segments; a segment that is not UTF-8 once decoded is kept
-/// as sent, and dropshot refuses it). `/` when nothing is left.
-pub fn routed(path: &str) -> String {
+/// as sent, and dropshot refuses it). `/` when nothing is left. A path already in that form
+/// (most are) is borrowed, not copied: every request asks.
+pub fn routed(path: &str) -> Cow<'_, str> {
+    let plain = path.starts_with('/') && !path.contains("//") && !path.contains('%');
+    if plain && (path == "/" || !path.ends_with('/')) {
+        return Cow::Borrowed(path);
+    }
     let mut routed = String::with_capacity(path.len());
     for segment in path.split('/').filter(|segment| !segment.is_empty()) {
         routed.push('/');
@@ -21,7 +28,7 @@ pub fn routed(path: &str) -> String {
     if routed.is_empty() {
         routed.push('/');
     }
-    routed
+    Cow::Owned(routed)
 }
 
 /// Whether the routed path is `prefix` or below it (`prefix` without a trailing `/`).
@@ -41,6 +48,9 @@ mod tests {
         assert_eq!(routed("/api/v1/fieldreport/companies/a%2Fb"), "/api/v1/fieldreport/companies/a%2Fb");
         assert_eq!(routed("/x/%ff"), "/x/%ff");
         assert_eq!(routed("//"), "/");
+        assert_eq!(routed(""), "/");
+        assert!(matches!(routed("/api/v1/user"), Cow::Borrowed("/api/v1/user")));
+        assert!(matches!(routed("/"), Cow::Borrowed("/")));
         assert!(is_under("/api/v1", "/api/v1") && is_under("/api/v1/user", "/api/v1"));
         assert!(!is_under("/api/v1x", "/api/v1"));
     }

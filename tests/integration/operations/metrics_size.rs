@@ -49,3 +49,19 @@ async fn an_operation_has_series_only_once_it_was_called() {
     eprintln!("metrics size: fresh {} bytes, after two operations {} bytes", fresh.len(), after.len());
     svc.stop().await;
 }
+
+/// A request is counted under the operation that answered it, however its path was spelled:
+/// dropshot routes `//api/v1/…`, a trailing `/` and percent-encoded letters as the plain path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_counts_under_the_operation_it_reached() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    for path in ["/api/v1/fieldreport/companies", "//api/v1/fieldreport/companies", "/api/v1/%66ieldreport/companies/"]
+    {
+        assert_eq!(svc.get(&token, path).await.status(), 200, "{path}");
+    }
+    let list = series_of(&exposition(&svc).await, "fieldreport_companies_list");
+    let counter = "integration_service_http_requests_total{operation=\"fieldreport_companies_list\",status=\"200\"} 3";
+    assert!(list.contains(&counter.to_string()), "{list:?}");
+    svc.stop().await;
+}
