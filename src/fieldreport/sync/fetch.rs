@@ -29,16 +29,19 @@ pub(super) async fn fetch_pages(
     let mut literal_tried = false;
     loop {
         let mut answer = client.page_with_records(info.set, &query(info, &from, literal)).await;
-        // A server of the other OData version than its description refuses the described
-        // form of a stamp (400): the first such query is asked again in the other form, which
-        // the rest of the sync keeps when it is answered.
+        // A server of the other OData version than its description, or typing its stamps
+        // otherwise, refuses the described form of a stamp (400): the first such query is
+        // asked again in each other form until one is answered, which the rest of the sync
+        // keeps.
         if !literal_tried && from.has_stamp() && is_bad_request(&answer) {
             literal_tried = true;
-            let other = literal.other();
-            let again = client.page_with_records(info.set, &query(info, &from, other)).await;
-            if again.is_ok() {
-                crate::telemetry::report_literal_form(info.set, &literal.name(), &other.name());
-                (literal, answer) = (other, again);
+            for other in literal.others() {
+                let again = client.page_with_records(info.set, &query(info, &from, other)).await;
+                if again.is_ok() {
+                    crate::telemetry::report_literal_form(info.set, &literal.name(), &other.name());
+                    (literal, answer) = (other, again);
+                    break;
+                }
             }
         }
         let unmodified = matches!(from, From::Unmodified { .. });

@@ -106,12 +106,13 @@ impl Literal {
     /// The form the description declares (OData v3 `Edm.DateTime`: `datetime'…'`).
     pub(super) const DESCRIBED: Literal = Literal(generated::fieldreport::STAMP_LITERAL);
 
-    /// The form of the other OData version: bare for a typed one, `datetime'…'` for a bare one.
-    pub(super) fn other(self) -> Literal {
-        match self.0 {
-            Some(_) => Literal(None),
-            None => Literal(Some("datetime")),
-        }
+    /// Every form but this one, in the order a sync tries them when a server refuses this one:
+    /// the other OData version's (bare for a typed one, `datetime'…'` for a bare one), then
+    /// `datetimeoffset'…'`, what a v3 server takes for stamps it types `Edm.DateTimeOffset`.
+    pub(super) fn others(self) -> impl Iterator<Item = Literal> {
+        [Literal(Some("datetime")), Literal(None), Literal(Some("datetimeoffset"))]
+            .into_iter()
+            .filter(move |form| *form != self)
     }
 
     /// The form as a log line names it: `datetime'…'`, or `bare`.

@@ -76,12 +76,14 @@ fn the_query_carries_expand_key_order_and_window() {
 }
 
 /// The field-report system's description is OData v3 with `DateModified` an `Edm.DateTime`:
-/// its stamps are written `datetime'…'`, as the text the upstream wrote; the other form is bare.
+/// its stamps are written `datetime'…'`, as the text the upstream wrote; the others are bare and
+/// `datetimeoffset'…'`.
 #[test]
 fn stamps_are_written_as_the_description_declares_them() {
     assert_eq!(Literal::DESCRIBED, Literal(Some("datetime")));
-    assert_eq!(Literal::DESCRIBED.other(), Literal(None));
-    assert_eq!(Literal(None).other(), Literal::DESCRIBED);
+    let others = |form: Literal| form.others().collect::<Vec<_>>();
+    assert_eq!(others(Literal::DESCRIBED), [Literal(None), Literal(Some("datetimeoffset"))]);
+    assert_eq!(others(Literal(None)), [Literal::DESCRIBED, Literal(Some("datetimeoffset"))]);
     let after = From::After(Stamp::parse("2024-03-28T17:31:17"), 9);
     assert_eq!(
         after.filter(Literal::DESCRIBED),

@@ -53,8 +53,9 @@ impl FieldReport {
     }
 
     /// `{"stamps": "seconds" | "micros"}`: how finely `DateModified` is stamped from now on;
-    /// `{"stamp_literals": "typed" | "bare" | "described"}`: which form of a stamp in a
-    /// `$filter` is accepted (a server of the other OData version than its description).
+    /// `{"stamp_literals": "typed" | "bare" | "offset" | "described"}`: which form of a stamp
+    /// in a `$filter` is accepted (a server of the other OData version than its description;
+    /// `offset`: a v3 one whose stamps are `Edm.DateTimeOffset`, `datetimeoffset'…'`).
     pub(super) fn behaviour(&self, req: &SimRequest) -> SimResponse {
         let body = match req.json() {
             Ok(body) => body,
@@ -67,8 +68,10 @@ impl FieldReport {
             Some("described") => Some(None),
             Some("typed") => Some(Some(Written::Typed(STAMP_LITERAL.unwrap_or("datetime").to_string()))),
             Some("bare") => Some(Some(Written::Bare)),
+            Some("offset") => Some(Some(Written::Typed("datetimeoffset".to_string()))),
             Some(_) => {
-                return odata_error(StatusCode::BAD_REQUEST, "BadRequest", "stamp_literals: typed, bare or described");
+                let message = "stamp_literals: typed, bare, offset or described";
+                return odata_error(StatusCode::BAD_REQUEST, "BadRequest", message);
             }
         };
         match stamps {

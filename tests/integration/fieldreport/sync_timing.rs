@@ -187,7 +187,8 @@ async fn an_erp_reconciling_repairs_both_ways(db: Db) {
 
 /// The simulator as the description says (OData v3) refuses a bare stamp in a `$filter` and
 /// takes `datetime'…'`; set to act as a v4 server, it refuses the typed form, and a sync, refused
-/// once, asks again with bare stamps: every record is read, the first sync and the next.
+/// once, asks again with bare stamps: every record is read, the first sync and the next. The
+/// same with a v3 server whose stamps are `Edm.DateTimeOffset`.
 async fn a_server_of_the_other_odata_version_is_synced_too(db: Db) {
     let (svc, token) = TestService::with_user(db, &[]).await;
     svc.seed("Companies", 250).await;
@@ -205,6 +206,14 @@ async fn a_server_of_the_other_odata_version_is_synced_too(db: Db) {
     simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 10, "id": "1003"})).await;
     let next = sync(&svc, &token, "companies").await;
     assert_eq!(next["updated"], 1, "{next}");
+    mirror_equals_upstream(&svc, &token).await;
+    // A v3 server that types its stamps `Edm.DateTimeOffset` takes only `datetimeoffset'…'`.
+    simulator(&svc, "behaviour", json!({"stamp_literals": "offset"})).await;
+    assert_eq!(status_of("DateModified ge datetime'2020-01-01T00:00:00'").await, 400);
+    assert_eq!(status_of("DateModified ge datetimeoffset'2020-01-01T00:00:00Z'").await, 200);
+    simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 10, "id": "1004"})).await;
+    let offset = sync(&svc, &token, "companies").await;
+    assert_eq!(offset["updated"], 1, "{offset}");
     mirror_equals_upstream(&svc, &token).await;
     svc.stop().await;
 }
