@@ -250,7 +250,7 @@ mod tests {
         assert_eq!(config.front.max_body_bytes, 1024 * 1024);
         assert_eq!(config.front.header_read_timeout, Duration::from_secs(10));
         assert!(config.auth.token_ttl.is_none());
-        assert_eq!(config.erp.timeout, Duration::from_secs(30));
+        assert!(config.erp.timeout > Duration::from_secs(30), "an ERP call outlasts the ERP's queue");
         assert!(!config.store.database_url.is_postgres());
     }
 

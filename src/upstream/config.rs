@@ -100,6 +100,12 @@ impl FieldReportConfig {
     }
 }
 
+/// The time-out of one ERP call unless set: the ERP queues a tenant's requests over its
+/// concurrency limit for up to about 30 s before it answers 429 (../shared/upstream/FACTS.md).
+/// A call has to outlast that queue to get the answer, or the 429 and the wait it asks for,
+/// rather than time out and be sent again into the same queue.
+pub const DEFAULT_ERP_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Settings of the ERP client and webhook receiver.
 #[derive(Debug, Clone)]
 pub struct ErpConfig {
@@ -123,7 +129,7 @@ impl ErpConfig {
             api_key: raw.secret("ERP_API_KEY"),
             webhook_secret: raw.secret("ERP_WEBHOOK_SECRET"),
             webhook_allowlist: raw.networks("ERP_WEBHOOK_ALLOWLIST")?,
-            timeout: Duration::from_secs(raw.positive_u64("ERP_TIMEOUT_SECONDS")?.unwrap_or(30)),
+            timeout: raw.positive_u64("ERP_TIMEOUT_SECONDS")?.map_or(DEFAULT_ERP_TIMEOUT, Duration::from_secs),
             connect_timeout: Duration::from_secs(raw.positive_u64("ERP_CONNECT_TIMEOUT_SECONDS")?.unwrap_or(10)),
             missing_info_template: raw.string_or("MISSING_INFO_TEMPLATE", "leasing-missing-info"),
             pull_overlap: raw.seconds_or("ERP_PULL_OVERLAP_SECONDS", DEFAULT_SYNC_OVERLAP)?,
