@@ -173,6 +173,13 @@ impl ErpService {
             }
             _ => Position::IdAbove(None),
         };
+        // A full pull reads by id: a record changed while it pages may lie behind the id it has
+        // reached, while records it reads later carry later stamps. Its cursor is the newest
+        // stamp the ERP held before the first page, not the newest it read.
+        let began_at = match kind {
+            PullKind::Full => Some(self.newest_stamp(info).await?),
+            _ => None,
+        };
         let mut report = PullReport::new(info.name);
         let mut seen: HashSet<String> = HashSet::new();
         let mut newest = cursor;
@@ -223,7 +230,11 @@ impl ErpService {
         .await;
         match outcome {
             Ok(()) => {
-                let moved = if matches!(kind, PullKind::Matching { .. }) { None } else { newest.or(Some(0)) };
+                let moved = match (kind, began_at) {
+                    (PullKind::Matching { .. }, _) => None,
+                    (_, Some(began_at)) => began_at.or(Some(0)),
+                    _ => newest.or(Some(0)),
+                };
                 store.finish_pull(info.name, owner, moved).await?;
                 report.cursor = store.erp_cursor(info.name).await?;
                 Ok(report)
@@ -233,6 +244,17 @@ impl ErpService {
                 Err(error)
             }
         }
+    }
+
+    /// The newest `lastModifiedDate` of `info`'s records at the ERP (one record, sorted by it,
+    /// newest first); `None` for a model without records. An ERP that ignored the sort answers
+    /// an older stamp, which only makes the next incremental pull read more again.
+    async fn newest_stamp(&self, info: &ModelInfo) -> Result<Option<i64>, ErpError> {
+        let pair = |name: &str, value: &str| (name.to_string(), value.to_string());
+        let query =
+            [pair("sort", "-lastModifiedDate"), pair("properties", "id,lastModifiedDate"), pair("pageSize", "1")];
+        let records = self.client()?.list(info.name, &query).await?;
+        Ok(records.iter().map(last_modified_of).max())
     }
 
     /// Confirms by id that the ERP no longer has a record before it leaves the mirror (it is
