@@ -12,8 +12,9 @@
 //! the records of the last instant (`lastModifiedDate-eq`, `id-gt`), then the later ones
 //! (`lastModifiedDate-gt`). Every page is stored in one transaction as soon as it arrives, so a
 //! pull that fails half-way keeps what it stored; the cursor (the newest `lastModifiedDate`
-//! seen) moves only when a pull completes. One pull of a model runs at a time across instances
-//! (a lease in the database, renewed per page).
+//! seen, for a full pull the newest the ERP held when it began, and never later than the
+//! pull's start by the service's clock) moves only when a pull completes. One pull of a model
+//! runs at a time across instances (a lease in the database, renewed per page).
 
 use std::collections::HashSet;
 
@@ -158,6 +159,7 @@ impl ErpService {
             store.release_lease(crate::store::lease::ERP_PULL, info.name, owner).await?;
             return outcome;
         }
+        let started_ms = crate::store::now_ms();
         let cursor = match kind {
             PullKind::Incremental => store.erp_cursor(info.name).await?,
             _ => None,
@@ -235,6 +237,9 @@ impl ErpService {
                     (_, Some(began_at)) => began_at.or(Some(0)),
                     _ => newest.or(Some(0)),
                 };
+                // Stamps later than the pull's start (by this service's clock) come from an ERP
+                // clock running ahead: once it is set right, it stamps changes before them.
+                let moved = moved.map(|cursor| cursor.min(started_ms));
                 store.finish_pull(info.name, owner, moved).await?;
                 report.cursor = store.erp_cursor(info.name).await?;
                 Ok(report)

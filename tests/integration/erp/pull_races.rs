@@ -133,9 +133,32 @@ async fn a_record_changed_during_a_full_pull_is_brought_by_the_next_pull(db: Db)
     svc.stop().await;
 }
 
+/// The ERP's clock ran an hour ahead and was set right: a customer changed meanwhile carries a
+/// stamp an hour ahead, and the pull that read it took that stamp as its cursor. A change made
+/// after the correction, stamped by the right clock, must still be brought by the next pull,
+/// which asked only for stamps after that cursor less the overlap.
+async fn a_change_after_the_erp_clock_was_set_back_is_pulled(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    svc.get_json(&token, "/api/v1/erp/setup/customer").await;
+    svc.erp_sandbox("behaviour", json!({"clock_offset_ms": 3_600_000})).await;
+    erp_update(&svc, "customer", "6", json!({"email": "ahead@example.com"})).await;
+    svc.get_json(&token, "/api/v1/erp/get").await;
+    svc.erp_sandbox("behaviour", json!({"clock_offset_ms": 0})).await;
+    erp_update(&svc, "customer", "7", json!({"email": "after@example.com"})).await;
+
+    let pulls = svc.get_json(&token, "/api/v1/erp/get").await;
+    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "customer").unwrap().clone();
+    for (id, email) in [("6", "ahead@example.com"), ("7", "after@example.com")] {
+        let customer = svc.get_json(&token, &format!("/api/v1/erp/show/customer/{id}")).await;
+        assert_eq!(customer["email"], email, "{pull}");
+    }
+    svc.stop().await;
+}
+
 on_both_databases!(
     a_record_deleted_while_a_pull_reads_it_stays_removed,
     a_record_created_and_deleted_while_a_pull_reads_it_is_not_stored,
     refreshing_a_record_the_erp_lost_removes_its_mapped_record,
-    a_record_changed_during_a_full_pull_is_brought_by_the_next_pull
+    a_record_changed_during_a_full_pull_is_brought_by_the_next_pull,
+    a_change_after_the_erp_clock_was_set_back_is_pulled
 );
