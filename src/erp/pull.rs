@@ -12,8 +12,9 @@
 //! the records of the last instant (`lastModifiedDate-eq`, `id-gt`), then the later ones
 //! (`lastModifiedDate-gt`). Every page is stored in one transaction as soon as it arrives, so a
 //! pull that fails half-way keeps what it stored; the cursor (the newest `lastModifiedDate`
-//! seen) moves only when a pull completes. One pull of a model runs at a time across instances
-//! (a lease in the database, renewed per page).
+//! seen, for a full pull the newest the ERP held when it began, and never later than the
+//! pull's start by the service's clock) moves only when a pull completes. One pull of a model
+//! runs at a time across instances (a lease in the database, renewed per page).
 
 use std::collections::HashSet;
 
@@ -158,6 +159,7 @@ impl ErpService {
             store.release_lease(crate::store::lease::ERP_PULL, info.name, owner).await?;
             return outcome;
         }
+        let started_ms = crate::store::now_ms();
         let cursor = match kind {
             PullKind::Incremental => store.erp_cursor(info.name).await?,
             _ => None,
@@ -172,6 +174,13 @@ impl ErpService {
                 Position::IdAbove(None)
             }
             _ => Position::IdAbove(None),
+        };
+        // A full pull reads by id: a record changed while it pages may lie behind the id it has
+        // reached, while records it reads later carry later stamps. Its cursor is the newest
+        // stamp the ERP held before the first page, not the newest it read.
+        let began_at = match kind {
+            PullKind::Full => Some(self.newest_stamp(info).await?),
+            _ => None,
         };
         let mut report = PullReport::new(info.name);
         let mut seen: HashSet<String> = HashSet::new();
@@ -223,7 +232,14 @@ impl ErpService {
         .await;
         match outcome {
             Ok(()) => {
-                let moved = if matches!(kind, PullKind::Matching { .. }) { None } else { newest.or(Some(0)) };
+                let moved = match (kind, began_at) {
+                    (PullKind::Matching { .. }, _) => None,
+                    (_, Some(began_at)) => began_at.or(Some(0)),
+                    _ => newest.or(Some(0)),
+                };
+                // Stamps later than the pull's start (by this service's clock) come from an ERP
+                // clock running ahead: once it is set right, it stamps changes before them.
+                let moved = moved.map(|cursor| cursor.min(started_ms));
                 store.finish_pull(info.name, owner, moved).await?;
                 report.cursor = store.erp_cursor(info.name).await?;
                 Ok(report)
@@ -233,6 +249,17 @@ impl ErpService {
                 Err(error)
             }
         }
+    }
+
+    /// The newest `lastModifiedDate` of `info`'s records at the ERP (one record, sorted by it,
+    /// newest first); `None` for a model without records. An ERP that ignored the sort answers
+    /// an older stamp, which only makes the next incremental pull read more again.
+    async fn newest_stamp(&self, info: &ModelInfo) -> Result<Option<i64>, ErpError> {
+        let pair = |name: &str, value: &str| (name.to_string(), value.to_string());
+        let query =
+            [pair("sort", "-lastModifiedDate"), pair("properties", "id,lastModifiedDate"), pair("pageSize", "1")];
+        let records = self.client()?.list(info.name, &query).await?;
+        Ok(records.iter().map(last_modified_of).max())
     }
 
     /// Confirms by id that the ERP no longer has a record before it leaves the mirror (it is

@@ -73,6 +73,17 @@ impl Stamp {
         let zone = if self.zoned { "Z" } else { "" };
         Stamp { text: format!("{seconds}{dot}{fraction}{zone}"), instant: Some(earlier), zoned: self.zoned }
     }
+
+    /// This stamp, or `instant` (to the second, written as this stamp is) when this one is
+    /// later and written with a zone. A stamp without a zone may be in the upstream's local
+    /// time, which no instant here can be compared with: it stays as it is.
+    pub fn no_later_than(&self, instant: DateTime<Utc>) -> Stamp {
+        let whole = instant - chrono::Duration::nanoseconds(i64::from(instant.timestamp_subsec_nanos()));
+        match self.instant {
+            Some(own) if self.zoned && own > whole => self.earlier_by((own - whole).to_std().unwrap_or_default()),
+            _ => self.clone(),
+        }
+    }
 }
 
 impl Ord for Stamp {
@@ -124,5 +135,17 @@ mod tests {
         let finer = Duration::from_millis(300_250);
         assert_eq!(Stamp::parse("2026-01-01T00:05:00Z").earlier_by(finer).text(), "2025-12-31T23:59:59.75Z");
         assert_eq!(Stamp::parse("x").earlier_by(by).text(), "x");
+    }
+
+    #[test]
+    fn a_stamp_ahead_of_an_instant_is_brought_back_to_it() {
+        let at = Stamp::parse("2026-01-01T00:00:00.75Z").instant().unwrap();
+        assert_eq!(
+            Stamp::parse("2026-01-01T01:00:00.1234567Z").no_later_than(at).text(),
+            "2026-01-01T00:00:00.0000000Z"
+        );
+        assert_eq!(Stamp::parse("2026-01-01T02:30:00+02:00").no_later_than(at).text(), "2026-01-01T00:00:00Z");
+        assert_eq!(Stamp::parse("2025-12-31T23:59:59Z").no_later_than(at).text(), "2025-12-31T23:59:59Z");
+        assert_eq!(Stamp::parse("2026-01-01T01:00:00").no_later_than(at).text(), "2026-01-01T01:00:00", "no zone");
     }
 }

@@ -9,7 +9,8 @@
 //! few ahead of the ones being stored; the pages that arrived meanwhile are stored together
 //! in one transaction without forwarding (two such batches at once, a record never in two;
 //! see [`crate::store::Store::mirror_upsert_page`]), their records as the upstream sent
-//! them (only `Id`, `Version`, `DateModified` and `ExternalId` are read); the cursor is
+//! them (only `Id`, `Version`, `DateModified` and `ExternalId` are read); the cursor (never
+//! later than the sync's start by the service's clock, for stamps with a zone) is
 //! recorded only when the whole sync completed, so an interrupted sync simply runs again
 //! (unchanged records count as such, nothing is duplicated or lost).
 //! One sync per set runs at a time across instances: the run holds a lease in the database,
@@ -123,6 +124,7 @@ impl FieldReportService {
         progress: &(dyn Fn(&SyncReport) + Sync),
     ) -> Result<SyncReport, FieldReportError> {
         let started = Instant::now();
+        let started_at = chrono::Utc::now();
         let store = self.store();
         let client = self.client()?;
         let previous = store.sync_state(info.route).await?.cursor;
@@ -203,6 +205,10 @@ impl FieldReportService {
             if writes.finish_into(&mut report).await? {
                 report_progress(&mut report);
             }
+            // A stamp after the sync's start (by this service's clock) comes from an upstream
+            // clock running ahead: once it is set right, it stamps changes before that stamp.
+            report.cursor =
+                report.cursor.map(|cursor| Stamp::parse(&cursor).no_later_than(started_at).text().to_string());
             report.seconds = started.elapsed().as_secs_f64();
             Ok::<_, FieldReportError>(report)
         };

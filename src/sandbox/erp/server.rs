@@ -256,9 +256,11 @@ impl Erp {
         }
     }
 
-    /// `{"most_per_page": n | null, "sort": "ignored" | "honoured"}`: serve at most `n` records
-    /// a page whatever `pageSize` asks; list in id order whatever `sort` asks. The body sets
-    /// both (an absent one is the default: as asked).
+    /// `{"most_per_page": n | null, "sort": "ignored" | "honoured", "clock_offset_ms": n}`:
+    /// serve at most `n` records a page whatever `pageSize` asks; list in id order whatever
+    /// `sort` asks; stamp writes `n` ms after now (a clock ahead; 0 sets it right, and the
+    /// stamps go back with it). The body sets all three (an absent one is the default: as
+    /// asked, a right clock).
     fn behaviour(&self, req: &SimRequest) -> SimResponse {
         let body = match req.json() {
             Ok(body) => body,
@@ -276,9 +278,17 @@ impl Erp {
             Some("honoured") | None => false,
             Some(_) => return bad_request("sort must be \"ignored\" or \"honoured\""),
         };
+        let clock_offset_ms = match body.get("clock_offset_ms") {
+            None => 0,
+            Some(value) => match value.as_i64() {
+                Some(n) => n,
+                None => return bad_request("clock_offset_ms must be a whole number"),
+            },
+        };
         let mut state = self.state.lock().expect("lock");
         state.most_per_page = most;
         state.sort_ignored = sort_ignored;
+        state.set_clock_offset(clock_offset_ms);
         json(StatusCode::OK, &body)
     }
 

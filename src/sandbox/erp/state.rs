@@ -19,13 +19,27 @@ pub(super) struct State {
     /// "ignored"}`): an ERP that ignores a sort it does not support, as it ignores unknown
     /// filter names.
     pub(super) sort_ignored: bool,
+    /// How far ahead of now writes are stamped (`POST /__sandbox/behaviour
+    /// {"clock_offset_ms": n}`): an ERP whose clock runs ahead, or was set right.
+    clock_offset_ms: i64,
 }
 
 impl State {
-    /// The next `lastModifiedDate`: now in epoch milliseconds, or one past the last one.
+    /// The next `lastModifiedDate`: now (by the simulator's clock) in epoch milliseconds, or
+    /// one past the last one.
     pub(super) fn tick(&mut self) -> i64 {
-        self.last_modified = chrono::Utc::now().timestamp_millis().max(self.last_modified + 1);
+        let now = chrono::Utc::now().timestamp_millis().saturating_add(self.clock_offset_ms);
+        self.last_modified = now.max(self.last_modified + 1);
         self.last_modified
+    }
+
+    /// Sets the clock `offset_ms` ahead of now. A clock set back stamps behind the stamps
+    /// written before (as a real clock corrected does), not one past them.
+    pub(super) fn set_clock_offset(&mut self, offset_ms: i64) {
+        if offset_ms < self.clock_offset_ms {
+            self.last_modified = 0;
+        }
+        self.clock_offset_ms = offset_ms;
     }
 
     pub(super) fn records(&mut self, model: &str) -> &mut Records {

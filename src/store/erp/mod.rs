@@ -393,13 +393,12 @@ impl Store {
         self.take_lease(ERP_PULL, model, owner, until).await
     }
 
-    /// Ends a pull: releases the lease and, when it completed, records the new cursor (never
-    /// moving it backwards).
+    /// Ends a pull: releases the lease and, when it completed, records the new cursor (which
+    /// moves back when the last one was later than its pull's start by the service's clock:
+    /// stamps of an ERP clock that ran ahead).
     pub async fn finish_pull(&self, model: &str, owner: &str, cursor: Option<i64>) -> Result<(), StoreError> {
         let moved = match cursor {
-            Some(_) => {
-                ", cursor_value = CASE WHEN cursor_value IS NULL OR cursor_value < $1 THEN $1 ELSE cursor_value END, last_pull_at = $2"
-            }
+            Some(_) => ", cursor_value = $1, last_pull_at = $2",
             None => "",
         };
         sqlx::query(sql!(

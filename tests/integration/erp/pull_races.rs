@@ -50,13 +50,14 @@ async fn a_record_created_and_deleted_while_a_pull_reads_it_is_not_stored(db: Db
 /// page, customer `id` is deleted there and its delete webhook processed. The pull's report and
 /// the webhook's inbox call.
 async fn delete_while_a_page_is_late(svc: &TestService, token: &str, id: &str) -> (Value, Value) {
-    let late = json!({"path_prefix": "/webapp/api/v1/customer", "status": 200, "answer_delay_ms": 3000});
+    // The pull's first call asks for the newest stamp; the page comes next.
+    let late = json!({"path_prefix": "/webapp/api/v1/customer", "status": 200, "answer_delay_ms": 3000, "after": 1});
     erp_fault(svc, late).await;
     let before = erp_calls(svc).await;
     let pull = svc.get_json(token, "/api/v1/erp/setup/customer");
     let meanwhile = async {
         for _ in 0..500 {
-            if erp_calls(svc).await > before {
+            if erp_calls(svc).await > before + 1 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -92,8 +93,72 @@ async fn refreshing_a_record_the_erp_lost_removes_its_mapped_record(db: Db) {
     svc.stop().await;
 }
 
+/// A customer changed at the ERP while a full pull pages by id, after the pull read it: that
+/// pull is past its id, so the next incremental pull must bring the change. The full pull's
+/// cursor was the newest stamp it read, that of a customer changed later in the pull and read
+/// at its greater id: more than the overlap after the first change, which no pull then asked
+/// for (`lastModifiedDate-ge` the cursor less the overlap).
+async fn a_record_changed_during_a_full_pull_is_brought_by_the_next_pull(db: Db) {
+    let (svc, token) = start(db, &[("ERP_PULL_OVERLAP_SECONDS", "1")]).await;
+    svc.erp_sandbox("behaviour", json!({"most_per_page": 1})).await;
+    // Lists of customers, one a page, are answered 3 s after the ERP read them; calls by id
+    // (the changes below) at once (the first rule that matches a call applies).
+    erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/customer/id", "status": 200, "times": 50})).await;
+    let late = json!({"path_prefix": "/webapp/api/v1/customer", "status": 200, "answer_delay_ms": 3000, "times": 50});
+    erp_fault(&svc, late).await;
+    let pull = svc.get_json(&token, "/api/v1/erp/setup/customer");
+    let meanwhile = async {
+        // Customer 5's page is stored: the pull reads on after id 5, a page every 3 s.
+        for _ in 0..1000 {
+            if svc.store().erp_all("customer").await.unwrap().iter().any(|record| record.id == "5") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        erp_update(&svc, "customer", "5", json!({"email": "during@example.com"})).await;
+        // Twice the overlap later, before the page of customer 7 is read.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        erp_update(&svc, "customer", "7", json!({"email": "later@example.com"})).await;
+    };
+    let (setup, ()) = tokio::join!(pull, meanwhile);
+    assert_eq!(setup["data"][0]["errors"], json!([]), "{setup}");
+    let seven = svc.get_json(&token, "/api/v1/erp/show/customer/7").await;
+    assert_eq!(seven["email"], "later@example.com", "read after its change: {setup}");
+    erp_clear_faults(&svc).await;
+
+    let pulls = svc.get_json(&token, "/api/v1/erp/get").await;
+    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "customer").unwrap().clone();
+    let customer = svc.get_json(&token, "/api/v1/erp/show/customer/5").await;
+    assert_eq!(customer["email"], "during@example.com", "{pull}");
+    svc.stop().await;
+}
+
+/// The ERP's clock ran an hour ahead and was set right: a customer changed meanwhile carries a
+/// stamp an hour ahead, and the pull that read it took that stamp as its cursor. A change made
+/// after the correction, stamped by the right clock, must still be brought by the next pull,
+/// which asked only for stamps after that cursor less the overlap.
+async fn a_change_after_the_erp_clock_was_set_back_is_pulled(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    svc.get_json(&token, "/api/v1/erp/setup/customer").await;
+    svc.erp_sandbox("behaviour", json!({"clock_offset_ms": 3_600_000})).await;
+    erp_update(&svc, "customer", "6", json!({"email": "ahead@example.com"})).await;
+    svc.get_json(&token, "/api/v1/erp/get").await;
+    svc.erp_sandbox("behaviour", json!({"clock_offset_ms": 0})).await;
+    erp_update(&svc, "customer", "7", json!({"email": "after@example.com"})).await;
+
+    let pulls = svc.get_json(&token, "/api/v1/erp/get").await;
+    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "customer").unwrap().clone();
+    for (id, email) in [("6", "ahead@example.com"), ("7", "after@example.com")] {
+        let customer = svc.get_json(&token, &format!("/api/v1/erp/show/customer/{id}")).await;
+        assert_eq!(customer["email"], email, "{pull}");
+    }
+    svc.stop().await;
+}
+
 on_both_databases!(
     a_record_deleted_while_a_pull_reads_it_stays_removed,
     a_record_created_and_deleted_while_a_pull_reads_it_is_not_stored,
-    refreshing_a_record_the_erp_lost_removes_its_mapped_record
+    refreshing_a_record_the_erp_lost_removes_its_mapped_record,
+    a_record_changed_during_a_full_pull_is_brought_by_the_next_pull,
+    a_change_after_the_erp_clock_was_set_back_is_pulled
 );

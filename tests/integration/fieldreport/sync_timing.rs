@@ -343,6 +343,23 @@ async fn an_erp_record_created_again_under_its_id_is_pulled(db: Db) {
     svc.stop().await;
 }
 
+/// The upstream's clock ran an hour ahead and was set right: a record changed meanwhile is
+/// stamped an hour ahead, and the sync that read it took that stamp as its cursor. A change
+/// made after the correction, stamped by the right clock, must still be brought by the next
+/// sync, which asked only for stamps after that cursor less the overlap.
+async fn a_change_after_the_upstream_clock_was_set_back_is_synced(db: Db) {
+    let (svc, token) = TestService::with_user(db, &[]).await;
+    svc.seed("Companies", 5).await;
+    sync(&svc, &token, "companies").await;
+    simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": -3600, "id": "1002"})).await;
+    sync(&svc, &token, "companies").await;
+    simulator(&svc, "late", json!({"set": "Companies", "ago_seconds": 0, "id": "1003"})).await;
+    let next = sync(&svc, &token, "companies").await;
+    assert_eq!(next["updated"], 1, "{next}");
+    mirror_equals_upstream(&svc, &token).await;
+    svc.stop().await;
+}
+
 fn urlencode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
@@ -358,6 +375,7 @@ on_both_databases!(
     a_record_stamped_at_the_cursor_instant_is_not_lost,
     a_late_commit_within_the_overlap_is_brought_by_the_next_sync,
     a_reconciling_sync_repairs_both_ways,
+    a_change_after_the_upstream_clock_was_set_back_is_synced,
 );
 
 /// A reconciling pull of the ERP's `model` (`erp/update/{model}`) finds nothing to repair: the
