@@ -126,36 +126,34 @@ impl ApiError {
         error
     }
 
-    /// 429: the token holds as many held calls (waits, flows) as it may.
+    /// 429: the user holds as many held calls (waits, flows) here as they may.
     pub fn too_many_held_calls(most: usize) -> Self {
-        let mut error = Self::new(
-            ErrorStatusCode::TOO_MANY_REQUESTS,
-            "too_many_held_calls",
-            format!("This user already has {most} waits or flows running here; wait for one to end."),
-        );
-        error.retry_after_seconds = Some(1);
-        error
+        let message = format!("This user already has {most} waits or flows running here; wait for one to end.");
+        Self::too_many("too_many_held_calls", message, 1)
+    }
+
+    /// 429: the user has `most` exports streaming here already.
+    pub fn too_many_exports(most: usize) -> Self {
+        let message = format!("This user already has {most} exports streaming here; read one to its end or close it.");
+        Self::too_many("too_many_exports", message, 1)
     }
 
     /// 429: the user stored `most` new `Idempotency-Key`s within the last minute.
     pub fn too_many_idempotency_keys(most: u64, retry_after_seconds: u64) -> Self {
-        let mut error = Self::new(
-            ErrorStatusCode::TOO_MANY_REQUESTS,
-            "too_many_idempotency_keys",
-            format!(
-                "you sent {most} new Idempotency-Keys within a minute, the most a user may; retry in {retry_after_seconds} s"
-            ),
+        let message = format!(
+            "you sent {most} new Idempotency-Keys within a minute, the most a user may; retry in {retry_after_seconds} s"
         );
-        error.retry_after_seconds = Some(retry_after_seconds);
-        error
+        Self::too_many("too_many_idempotency_keys", message, retry_after_seconds)
     }
 
     pub fn too_many_attempts(retry_after_seconds: u64) -> Self {
-        let mut error = Self::new(
-            ErrorStatusCode::TOO_MANY_REQUESTS,
-            "too_many_attempts",
-            format!("Too many failed login attempts. Try again in {retry_after_seconds} seconds."),
-        );
+        let message = format!("Too many failed login attempts. Try again in {retry_after_seconds} seconds.");
+        Self::too_many("too_many_attempts", message, retry_after_seconds)
+    }
+
+    /// 429 `error_code` with `Retry-After`.
+    fn too_many(error_code: &str, message: String, retry_after_seconds: u64) -> Self {
+        let mut error = Self::new(ErrorStatusCode::TOO_MANY_REQUESTS, error_code, message);
         error.retry_after_seconds = Some(retry_after_seconds);
         error
     }

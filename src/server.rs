@@ -135,6 +135,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
             config.api.idempotency_keys_per_minute_per_user,
         ),
         held_calls,
+        exports: api::support::per_user::PerUser::new(config.api.max_exports_per_user),
     };
 
     let listener = TcpListener::bind(config.front.bind_address)

@@ -46460,7 +46460,7 @@ let response = client.erp_push_one_attribute()
     }
     /**Export an ERP model
 
-Every record of `model` in the local mirror in id order, secrets masked, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…, "record":…}`, as the change feed's items), then a last line `{"next_cursor":…, "records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the model's size.
+Every record of `model` in the local mirror in id order, secrets masked, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…, "record":…}`, as the change feed's items), then a last line `{"next_cursor":…, "records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the model's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
@@ -46851,7 +46851,7 @@ let response = client.fieldreport_companies_changes()
     }
     /**Export Companies
 
-Every Companies record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every Companies record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47024,7 +47024,7 @@ let response = client.fieldreport_contacts_changes()
     }
     /**Export Contacts
 
-Every Contacts record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every Contacts record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47195,7 +47195,7 @@ let response = client.fieldreport_cost_centers_changes()
     }
     /**Export CostCenters
 
-Every CostCenters record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every CostCenters record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47372,7 +47372,7 @@ let response = client.fieldreport_documents_changes()
     }
     /**Export Documents
 
-Every Documents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every Documents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47547,7 +47547,7 @@ let response = client.fieldreport_item_types_changes()
     }
     /**Export ItemTypes
 
-Every ItemTypes record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every ItemTypes record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47722,7 +47722,7 @@ let response = client.fieldreport_item_units_changes()
     }
     /**Export ItemUnits
 
-Every ItemUnits record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every ItemUnits record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47893,7 +47893,7 @@ let response = client.fieldreport_items_changes()
     }
     /**Export Items
 
-Every Items record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every Items record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48137,7 +48137,7 @@ let response = client.fieldreport_products_changes()
     }
     /**Export Products
 
-Every Products record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every Products record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48308,7 +48308,7 @@ let response = client.fieldreport_qualifications_changes()
     }
     /**Export Qualifications
 
-Every Qualifications record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every Qualifications record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48487,7 +48487,7 @@ let response = client.fieldreport_service_objects_changes()
     }
     /**Export ServiceObjects
 
-Every ServiceObjects record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every ServiceObjects record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48666,7 +48666,7 @@ let response = client.fieldreport_service_requests_changes()
     }
     /**Export ServiceRequests
 
-Every ServiceRequests record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every ServiceRequests record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48959,7 +48959,7 @@ let response = client.fieldreport_step_list_templates_changes()
     }
     /**Export StepListTemplates
 
-Every StepListTemplates record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every StepListTemplates record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -49172,7 +49172,7 @@ let response = client.fieldreport_tags_changes()
     }
     /**Export Tags
 
-Every Tags record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every Tags record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -49341,7 +49341,7 @@ let response = client.fieldreport_time_events_changes()
     }
     /**Export TimeEvents
 
-Every TimeEvents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every TimeEvents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -49514,7 +49514,7 @@ let response = client.fieldreport_users_changes()
     }
     /**Export Users
 
-Every Users record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+Every Users record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -51235,6 +51235,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54199,6 +54206,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55482,6 +55496,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56788,6 +56809,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -58075,6 +58103,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59374,6 +59409,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60667,6 +60709,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -61946,6 +61995,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63837,6 +63893,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -65131,6 +65194,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -66441,6 +66511,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -67739,6 +67816,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -69880,6 +69964,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -71477,6 +71568,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -72764,6 +72862,13 @@ pub mod builder {
                         ),
                     )
                 }
+                429u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 500u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -74043,6 +74148,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

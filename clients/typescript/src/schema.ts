@@ -123,7 +123,7 @@ export interface paths {
         };
         /**
          * Export an ERP model
-         * @description Every record of `model` in the local mirror in id order, secrets masked, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…, "record":…}`, as the change feed's items), then a last line `{"next_cursor":…, "records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the model's size.
+         * @description Every record of `model` in the local mirror in id order, secrets masked, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…, "record":…}`, as the change feed's items), then a last line `{"next_cursor":…, "records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the model's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `erp` (login tokens hold every ability, `*`).
          */
@@ -505,7 +505,7 @@ export interface paths {
         };
         /**
          * Export Companies
-         * @description Every Companies record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every Companies record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -617,7 +617,7 @@ export interface paths {
         };
         /**
          * Export Contacts
-         * @description Every Contacts record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every Contacts record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -729,7 +729,7 @@ export interface paths {
         };
         /**
          * Export CostCenters
-         * @description Every CostCenters record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every CostCenters record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -841,7 +841,7 @@ export interface paths {
         };
         /**
          * Export Documents
-         * @description Every Documents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every Documents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -953,7 +953,7 @@ export interface paths {
         };
         /**
          * Export ItemTypes
-         * @description Every ItemTypes record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every ItemTypes record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1065,7 +1065,7 @@ export interface paths {
         };
         /**
          * Export ItemUnits
-         * @description Every ItemUnits record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every ItemUnits record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1177,7 +1177,7 @@ export interface paths {
         };
         /**
          * Export Items
-         * @description Every Items record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every Items record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1377,7 +1377,7 @@ export interface paths {
         };
         /**
          * Export Products
-         * @description Every Products record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every Products record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1489,7 +1489,7 @@ export interface paths {
         };
         /**
          * Export Qualifications
-         * @description Every Qualifications record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every Qualifications record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1601,7 +1601,7 @@ export interface paths {
         };
         /**
          * Export ServiceObjects
-         * @description Every ServiceObjects record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every ServiceObjects record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1713,7 +1713,7 @@ export interface paths {
         };
         /**
          * Export ServiceRequests
-         * @description Every ServiceRequests record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every ServiceRequests record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -1957,7 +1957,7 @@ export interface paths {
         };
         /**
          * Export StepListTemplates
-         * @description Every StepListTemplates record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every StepListTemplates record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -2113,7 +2113,7 @@ export interface paths {
         };
         /**
          * Export Tags
-         * @description Every Tags record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every Tags record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -2225,7 +2225,7 @@ export interface paths {
         };
         /**
          * Export TimeEvents
-         * @description Every TimeEvents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every TimeEvents record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -2337,7 +2337,7 @@ export interface paths {
         };
         /**
          * Export Users
-         * @description Every Users record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.
+         * @description Every Users record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,"record":…}`, as the change feed's items), then a last line `{"next_cursor":…,"records":N}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
          *
          *     Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
          */
@@ -7430,6 +7430,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -8548,6 +8567,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9142,6 +9180,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -9622,6 +9679,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10077,6 +10153,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -10551,6 +10646,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11010,6 +11124,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -11461,6 +11594,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12146,6 +12298,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -12596,6 +12767,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13051,6 +13241,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -13613,6 +13822,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -14561,6 +14789,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15138,6 +15385,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -15586,6 +15852,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];
@@ -16056,6 +16341,25 @@ export interface operations {
             409: components["responses"]["Conflict"];
             410: components["responses"]["Gone"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_exports",
+                     *       "message": "This user already has 4 exports streaming here; read one to its end or close it.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["ApiError"];

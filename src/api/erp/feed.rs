@@ -15,7 +15,7 @@ use crate::api::ApiContext;
 use crate::api::erp::ModelPath;
 use crate::api::erp::mirror::ErpRecord;
 use crate::api::support::feed::{
-    ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema,
+    ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema, export_place,
 };
 use crate::api::support::guard::{BearerToken, needs};
 use crate::erp::model_named;
@@ -98,20 +98,22 @@ pub async fn erp_changes(
 /// NDJSON (`application/x-ndjson`): one change line per record (`{"change":"upsert","id":…,
 /// "record":…}`, as the change feed's items), then a last line `{"next_cursor":…,
 /// "records":N}`: the position to follow the change feed from. An answer that ends without
-/// that line was cut short: export again. Memory stays bounded whatever the model's size.
+/// that line was cut short: export again. Memory stays bounded whatever the model's size. A
+/// user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/export/{model}", tags = ["erp"] }]
 pub async fn erp_export(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Erp>,
     path: Path<ModelPath>,
 ) -> Result<Response<Body>, ApiError> {
-    token.caller(&rqctx).await?;
+    let caller = token.caller(&rqctx).await?;
     let info = model_named(&path.into_inner().model)?;
+    let place = export_place(&rqctx.context().exports, caller.user.id)?;
     let store = rqctx.context().store.clone();
     // Where the feed stands before the first record is read: whatever is written meanwhile
     // comes again in the feed after it.
     let position = crate::feed::position(&store, FeedMirror::Erp, info.name).await?;
-    crate::api::support::feed::export(position, move |after| {
+    crate::api::support::feed::export(position, place, move |after| {
         let store = store.clone();
         async move {
             let page = store.erp_after(info.name, after.as_deref(), i64::from(EXPORT_PAGE)).await?;

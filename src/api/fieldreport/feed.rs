@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use crate::api::ApiContext;
 use crate::api::fieldreport::entities::Record;
 use crate::api::support::feed::{
-    ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema,
+    ChangeItem, ChangePageBody, EXPORT_PAGE, FeedQuery, change_page_schema, change_schema, export_place,
 };
 use crate::api::support::guard::{BearerToken, needs};
 use crate::error::ApiError;
@@ -77,12 +77,13 @@ pub async fn export<E: MirroredEntity>(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::FieldreportRead>,
 ) -> Result<Response<Body>, ApiError> {
-    token.caller(&rqctx).await?;
+    let caller = token.caller(&rqctx).await?;
+    let place = export_place(&rqctx.context().exports, caller.user.id)?;
     let store = rqctx.context().store.clone();
     // Where the feed stands before the first record is read: whatever is written meanwhile
     // comes again in the feed after it.
     let position = crate::feed::position(&store, FeedMirror::FieldReport, E::INFO.route).await?;
-    crate::api::support::feed::export(position, move |after| {
+    crate::api::support::feed::export(position, place, move |after| {
         let store = store.clone();
         async move {
             let page = store.mirror_after(E::INFO.route, after.as_deref(), i64::from(EXPORT_PAGE)).await?;
@@ -126,7 +127,7 @@ impl EntityVisitor for Registrar<'_> {
                 ApiEndpointVersions::All,
             )
             .summary(format!("Export {set}"))
-            .description(format!("Every {set} record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{{\"change\":\"upsert\",\"id\":…,\"record\":…}}`, as the change feed's items), then a last line `{{\"next_cursor\":…,\"records\":N}}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size.")),
+            .description(format!("Every {set} record of the local mirror in Id order, streamed as NDJSON (`application/x-ndjson`): one change line per record (`{{\"change\":\"upsert\",\"id\":…,\"record\":…}}`, as the change feed's items), then a last line `{{\"next_cursor\":…,\"records\":N}}`: the position to follow the change feed from. An answer that ends without that line was cut short: export again. Memory stays bounded whatever the set's size. A user streams at most `MAX_EXPORTS_PER_USER` exports at once (429 `too_many_exports`).")),
         ];
         for endpoint in endpoints {
             if let Err(e) = self.api.register(endpoint.tag("fieldreport")) {

@@ -58,12 +58,14 @@ pub enum Source {
     HeldCall,
     /// A route that takes an `Idempotency-Key`.
     IdempotencyKey,
+    /// An export: its place under the user's cap.
+    Export,
 }
 
 impl Source {
     /// Every source, so that a test can walk every answer the service can give
     /// (`tests/integration/edge/python_client.rs` sends each through a generated client).
-    pub const ALL: [Source; 15] = [
+    pub const ALL: [Source; 16] = [
         Source::Store,
         Source::Guard,
         Source::Login,
@@ -79,6 +81,7 @@ impl Source {
         Source::LeasingInput,
         Source::HeldCall,
         Source::IdempotencyKey,
+        Source::Export,
     ];
 }
 
@@ -135,6 +138,7 @@ impl Source {
             Source::LeasingInput => [answer(ApiError::validation(field_errors()))].into(),
             Source::HeldCall => [answer(ApiError::too_many_held_calls(1))].into(),
             Source::IdempotencyKey => idempotency::refusals().into_iter().map(answer).collect(),
+            Source::Export => [answer(ApiError::too_many_exports(1))].into(),
         })
     }
 }
@@ -160,6 +164,9 @@ pub fn sources(op_id: &str, tags: &[String], guarded: bool) -> BTreeSet<Source> 
     let feed = op_id.ends_with("_changes") || op_id.ends_with("_export") || op_id.starts_with("erp_changes");
     if feed {
         sources.insert(Source::Feed);
+    }
+    if op_id.ends_with("_export") {
+        sources.insert(Source::Export);
     }
     if tagged("leasing") {
         sources.insert(Source::Store);
@@ -398,7 +405,8 @@ mod tests {
                 | Source::Probe
                 | Source::LeasingInput
                 | Source::HeldCall
-                | Source::IdempotencyKey => {}
+                | Source::IdempotencyKey
+                | Source::Export => {}
             }
         }
         let distinct: BTreeSet<Source> = Source::ALL.into_iter().collect();

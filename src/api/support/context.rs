@@ -30,4 +30,7 @@ pub struct ApiContext {
     pub new_keys_per_minute: crate::api::support::idempotency::NewKeysPerMinute,
     /// Waits and flows held open: their cap per token, and what stops them early.
     pub held_calls: std::sync::Arc<crate::api::support::held_calls::HeldCalls>,
+    /// Exports streaming: their cap per user (each holds pages of a set until its client
+    /// reads them).
+    pub exports: std::sync::Arc<crate::api::support::per_user::PerUser>,
 }

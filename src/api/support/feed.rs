@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use crate::api::support::per_user::{PerUser, Place};
 use crate::error::{ApiError, FieldErrors};
 use crate::feed::{ChangePage, MAX_LIMIT};
 use crate::store::feed::Change;
@@ -214,8 +215,12 @@ pub const EXPORT_PAGE: u32 = MAX_LIMIT;
 
 /// An export's body: NDJSON chunks sent by the task that reads the set, at most a few ahead
 /// (its memory is bounded by them); the reading stops when the client leaves (the body is
-/// dropped, and the next send fails).
-struct ExportBody(tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>);
+/// dropped, and the next send fails). It holds its user's export place until it is dropped:
+/// read to its end, or its client gone.
+struct ExportBody {
+    chunks: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>,
+    _place: Place,
+}
 
 /// Chunks an export's reader may have ready before the client takes them.
 const CHUNKS_AHEAD: usize = 4;
@@ -224,9 +229,9 @@ impl ExportBody {
     /// The body, and the sender its reader writes chunks to.
     /// A failure sent ends the body there, without its last line (the client sees the
     /// answer cut short).
-    fn channel() -> (tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>, ExportBody) {
-        let (sender, receiver) = tokio::sync::mpsc::channel(CHUNKS_AHEAD);
-        (sender, ExportBody(receiver))
+    fn channel(place: Place) -> (tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>, ExportBody) {
+        let (sender, chunks) = tokio::sync::mpsc::channel(CHUNKS_AHEAD);
+        (sender, ExportBody { chunks, _place: place })
     }
 
     /// A `200` answer streaming this body as NDJSON.
@@ -247,20 +252,27 @@ impl hyper::body::Body for ExportBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        self.0.poll_recv(cx).map(|chunk| chunk.map(|chunk| chunk.map(Frame::data)))
+        self.chunks.poll_recv(cx).map(|chunk| chunk.map(|chunk| chunk.map(Frame::data)))
     }
 }
 
-/// Starts an export: a task sends, a key page at a time, the change lines of the records that
+/// A place for one more export of `user_id` (at most `MAX_EXPORTS_PER_USER` stream at once
+/// per user on an instance: each holds pages of its set until its client reads them), or 429
+/// `too_many_exports`.
+pub fn export_place(exports: &std::sync::Arc<PerUser>, user_id: i64) -> Result<Place, ApiError> {
+    exports.take(user_id).ok_or_else(|| ApiError::too_many_exports(exports.most()))
+}
+
+/// Starts an export in the `place` of its user ([`export_place`]): a task sends, a key page at a time, the change lines of the records that
 /// `read_page` reads after a key (the last id of the page before; none at first), until a page
 /// is empty, then the last line with `position`; the answer streams what it sends. The task
 /// stops when the client leaves; a failure ends the answer without its last line.
-pub fn export<F, Fut>(position: i64, mut read_page: F) -> Result<http::Response<Body>, ApiError>
+pub fn export<F, Fut>(position: i64, place: Place, mut read_page: F) -> Result<http::Response<Body>, ApiError>
 where
     F: FnMut(Option<String>) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = Result<Vec<ChangeItem>, crate::store::StoreError>> + Send,
 {
-    let (sender, body) = ExportBody::channel();
+    let (sender, body) = ExportBody::channel(place);
     tokio::spawn(async move {
         let mut after: Option<String> = None;
         let mut records = 0u64;

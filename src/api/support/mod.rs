@@ -1,7 +1,7 @@
 //! What the routes of every area share and no route of its own: the request context and the
-//! API's settings, the bearer-token guard, `Idempotency-Key`, held calls, query flags, paging,
-//! the change feeds' wire, the documented answers, and the OpenAPI document built from the
-//! description.
+//! API's settings, the bearer-token guard, `Idempotency-Key`, held calls and exports per user,
+//! query flags, paging, the change feeds' wire, the documented answers, and the OpenAPI
+//! document built from the description.
 
 pub mod answers;
 pub mod config;
@@ -13,4 +13,5 @@ pub mod held_calls;
 pub mod idempotency;
 pub mod openapi;
 pub mod paging;
+pub mod per_user;
 pub mod query_flag;

@@ -22,8 +22,10 @@
 //!   since it began (a generation count), so a notification that overtakes a read wins.
 //! - This instance's own writes forget at once, after their commit, without waiting for the
 //!   notification: a write is followed by reads of it.
-//! - Entries are read again after [`MAX_AGE`] whatever happens, and the documents held never
-//!   exceed [`MAX_BYTES`] (past it, the cache is emptied and fills again).
+//! - Entries are read again after [`MAX_AGE`] whatever happens, and what is held never exceeds
+//!   [`MAX_BYTES`] (past it, the cache is emptied and fills again): the documents and, for
+//!   every entry, [`ENTRY_BYTES`], so that entries holding little (a page past a set's end, of
+//!   any offset a reader asks) cannot grow without bound.
 //!
 //! What remains on Postgres is the notification's own delay to other instances: a change made
 //! through one instance (or by hand) is answered by the others once its transaction commits
@@ -44,8 +46,11 @@ use super::cache::{Lookup, MAX_AGE};
 
 /// The notification channel of migration 0012.
 pub const CHANNEL: &str = "fieldreport_records_changed";
-/// Document bytes held at most (single records and pages together).
+/// Bytes held at most (single records and pages together), as counted by [`ENTRY_BYTES`].
 pub const MAX_BYTES: usize = 32 << 20;
+/// What an entry is counted besides its documents: its place in the maps, its key and time,
+/// and a pointer per document of a page (each under 128 bytes).
+pub const ENTRY_BYTES: usize = 128;
 
 /// One page: its documents and the set's record count when it was read.
 #[derive(Debug, Clone)]
@@ -56,8 +61,13 @@ pub struct CachedPage {
 
 impl CachedPage {
     fn bytes(&self) -> usize {
-        self.documents.iter().map(|d| d.get().len()).sum()
+        ENTRY_BYTES + self.documents.iter().map(|d| d.get().len() + std::mem::size_of::<Box<RawValue>>()).sum::<usize>()
     }
+}
+
+/// What a single record's entry is counted.
+fn document_bytes(id: &str, document: &RawValue) -> usize {
+    ENTRY_BYTES + id.len() + document.get().len()
 }
 
 /// What is cached of one set (entity).
@@ -90,14 +100,14 @@ impl State {
 
     fn forget_document(&mut self, entity: &str, id: &str) {
         if let Some((document, _)) = self.sets.get_mut(entity).and_then(|set| set.documents.remove(id)) {
-            self.bytes -= document.get().len();
+            self.bytes -= document_bytes(id, &document);
         }
     }
 
     fn forget_set(&mut self, entity: &str) {
         self.forget_pages(entity);
         if let Some(set) = self.sets.remove(entity) {
-            self.bytes -= set.documents.values().map(|(d, _)| d.get().len()).sum::<usize>();
+            self.bytes -= set.documents.iter().map(|(id, (d, _))| document_bytes(id, d)).sum::<usize>();
         }
     }
 
@@ -186,7 +196,7 @@ impl RecordCache {
             return;
         }
         state.forget_document(entity, id);
-        if !state.make_room(document.get().len()) {
+        if !state.make_room(document_bytes(id, document)) {
             return;
         }
         let set = state.sets.entry(entity.to_string()).or_default();
@@ -365,7 +375,8 @@ mod tests {
     fn the_bytes_held_stay_under_the_limit() {
         let cache = filled();
         let before = cache.state().bytes;
-        assert_eq!(before, 3 * r#"{"Id":"1"}"#.len() + 2 * r#"{"Id":"1"}"#.len());
+        let (one, pointer) = (r#"{"Id":"1"}"#.len(), std::mem::size_of::<Box<RawValue>>());
+        assert_eq!(before, 3 * (ENTRY_BYTES + "1".len() + one) + ENTRY_BYTES + 2 * (one + pointer));
         // Put again: counted once.
         let g = generation(cache.document("companies", "9"));
         cache.put_document(g, "companies", "1", &document(r#"{"Id":"1"}"#));
@@ -385,5 +396,21 @@ mod tests {
             assert!(has_document(&cache, "companies", &id));
         }
         assert!(!has_document(&cache, "companies", "large-0"), "emptied on the way");
+    }
+
+    /// Pages that hold no document (past the set's end, at any offset and size a reader asks)
+    /// still take their place in memory: a million of them stay within the limit too.
+    #[test]
+    fn empty_pages_cannot_grow_the_cache_without_bound() {
+        let cache = RecordCache::default();
+        cache.set_listening(true);
+        let g = generation(cache.page("companies", 0, 50));
+        for offset in 0..1_000_000 {
+            cache.put_page(g, "companies", 1_000_000 + offset, 50, &page(&[], 0));
+        }
+        let state = cache.state();
+        let held = state.sets.get("companies").map_or(0, |set| set.pages.len());
+        let entry = std::mem::size_of::<((i64, i64), (CachedPage, Instant))>();
+        assert!(held * entry <= MAX_BYTES, "{held} empty pages of {entry} bytes each are held");
     }
 }

@@ -180,6 +180,11 @@ const NOT_PROVOKED: &[(u16, &str, &str)] = &[
         "needs MAX_HELD_CALLS_PER_USER calls held at once (tests/integration/edge/abuse/held_calls.rs does)",
     ),
     (
+        429,
+        "too_many_exports",
+        "needs MAX_EXPORTS_PER_USER exports left unread at once (tests/integration/edge/abuse/exports.rs does)",
+    ),
+    (
         409,
         "idempotency_key_in_progress",
         "a race: needs the first request with the key still running (tests/integration/leasing/flow.rs does)",

@@ -149,6 +149,14 @@ pub(super) fn complete_export_operation(op: &mut Value) {
     if erp {
         responses.insert("404".into(), json!({"$ref": "#/components/responses/NotFound"}));
     }
+    op["responses"]["429"] = json!({
+        "description": "The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds.",
+        "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
+        "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/ApiError"},
+            "example": {"message": "This user already has 4 exports streaming here; read one to its end or close it.", "error_code": "too_many_exports", "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"}
+        }}
+    });
     op["responses"]["200"] = json!({
         "description": format!("The records in key order, one JSON object per line, each a change as {item} describes it (`change` is `upsert`), then a last line `{{\"next_cursor\": <position>, \"records\": <count>}}`: the position to follow the change feed from. Without that last line the answer was cut short."),
         "content": {crate::api::support::feed::NDJSON: {

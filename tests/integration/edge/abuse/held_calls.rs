@@ -6,23 +6,8 @@ use crate::common::contract::Checked;
 use crate::common::{Db, PASSWORD, TestService, error_body, leasing_request};
 use serde_json::{Value, json};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 use super::*;
-
-/// A raw request held open on a connection of its own, with its head written.
-async fn held(svc: &TestService, token: &str, method: &str, path: &str, body: Option<Value>) -> TcpStream {
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(address(svc)).await.unwrap();
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream
-}
 
 /// The value of a metrics sample, by the start of its line.
 async fn metric(svc: &TestService, line_start: &str) -> f64 {

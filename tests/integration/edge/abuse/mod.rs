@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 
 mod bodies;
 mod bursts;
+mod exports;
 mod held_calls;
 mod injection;
 mod neighbours;
@@ -45,6 +46,23 @@ async fn raw(address: SocketAddr, head: &[u8], body: &[u8]) -> (u16, String) {
     let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status: {answer}"));
     let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
     (status, body)
+}
+
+/// A raw request held open on a connection of its own, with its head written. The connection
+/// takes a few KiB of the answer at a time (a small receive buffer), as a client that reads
+/// nothing would, so that a long answer stays in flight at the service.
+async fn held(svc: &TestService, token: &str, method: &str, path: &str, body: Option<serde_json::Value>) -> TcpStream {
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(address(svc)).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
 }
 
 fn address(svc: &TestService) -> SocketAddr {
