@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::api::ApiContext;
 use crate::api::support::guard::{BearerToken, needs};
 use crate::api::support::paging::{Cursor, CursorParam, PageMeta, PageQuery};
+use crate::auth::ability::Ability;
 use crate::error::ApiError;
 use crate::jobs::kind::JobKind;
 use crate::store::jobs::JobRow;
@@ -220,17 +221,35 @@ pub struct JobQuery {
 /// sharing the database), recording its progress; a queued job survives a restart, and a
 /// running one whose instance stopped is taken over. 409 `job_active` while a job of the same
 /// kind and target is queued or running (the message names it); 422 on an unknown `kind` or
-/// `target`. Example: `{"kind": "erp.pull"}` pulls every ERP model incrementally.
+/// `target`. Besides `jobs`, the token needs the ability of the routes whose work the job does
+/// (`fieldreport:tools` for `fieldreport.*`, `erp` for `erp.*`; 403 `missing_ability`
+/// otherwise). Example: `{"kind": "erp.pull"}` pulls every ERP model incrementally.
 #[dropshot::endpoint { method = POST, path = "/api/v1/jobs", tags = ["jobs"] }]
 pub async fn jobs_create(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Jobs>,
     body: TypedBody<NewJob>,
 ) -> Result<HttpResponseAccepted<Job>, ApiError> {
-    let caller = token.caller(&rqctx).await?;
+    let mut caller = token.caller(&rqctx).await?;
     let body = body.into_inner();
+    // An unknown kind is left to `enqueue`'s 422.
+    if let Ok(kind) = JobKind::parse(&body.kind) {
+        caller = caller.allowed(ability_of(kind))?;
+    }
     let job = rqctx.context().jobs.enqueue(&body.kind, body.target.as_deref(), Some(caller.user.id)).await?;
     Ok(HttpResponseAccepted(job.into()))
+}
+
+/// The ability of the routes whose work a job of `kind` does: queuing it needs that besides
+/// `jobs`, or a token could have done through a job what its abilities refuse it directly.
+fn ability_of(kind: JobKind) -> Ability {
+    match kind {
+        JobKind::FieldReportSync
+        | JobKind::FieldReportReconcile
+        | JobKind::FieldReportSetup
+        | JobKind::FieldReportPost => Ability::FieldreportTools,
+        JobKind::ErpSetup | JobKind::ErpPull | JobKind::ErpReconcile => Ability::Erp,
+    }
 }
 
 /// One job

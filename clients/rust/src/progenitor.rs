@@ -49643,7 +49643,7 @@ let response = client.jobs_list()
     }
     /**Queue a job
 
-Queues long work and answers at once (202) with the job; follow it at `GET /api/v1/jobs/{id}`. The job runner of one instance runs it (once across instances sharing the database), recording its progress; a queued job survives a restart, and a running one whose instance stopped is taken over. 409 `job_active` while a job of the same kind and target is queued or running (the message names it); 422 on an unknown `kind` or `target`. Example: `{"kind": "erp.pull"}` pulls every ERP model incrementally.
+Queues long work and answers at once (202) with the job; follow it at `GET /api/v1/jobs/{id}`. The job runner of one instance runs it (once across instances sharing the database), recording its progress; a queued job survives a restart, and a running one whose instance stopped is taken over. 409 `job_active` while a job of the same kind and target is queued or running (the message names it); 422 on an unknown `kind` or `target`. Besides `jobs`, the token needs the ability of the routes whose work the job does (`fieldreport:tools` for `fieldreport.*`, `erp` for `erp.*`; 403 `missing_ability` otherwise). Example: `{"kind": "erp.pull"}` pulls every ERP model incrementally.
 
 Needs a token with the ability `jobs` (login tokens hold every ability, `*`).
 

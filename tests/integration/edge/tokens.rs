@@ -154,4 +154,33 @@ async fn named_tokens_hold_only_their_abilities(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(named_tokens_hold_only_their_abilities);
+async fn queue(svc: &TestService, token: &str, kind: &str) -> reqwest::Response {
+    svc.call(token, Method::POST, "/api/v1/jobs", Some(json!({"kind": kind}))).await
+}
+
+/// A job does the work of a route (a sync, a pull): queuing it needs that route's ability
+/// besides `jobs`, or a token could do through a job what its abilities refuse it directly.
+async fn a_job_needs_the_ability_of_its_work(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let url = svc.database_url.clone();
+    svc.user_token().await;
+    let jobs = create(&url, &["--name", "scheduler", "--ability", "jobs"]);
+    svc.remember_secret(&jobs);
+    for (kind, needed) in
+        [("fieldreport.sync", "fieldreport:tools"), ("fieldreport.post", "fieldreport:tools"), ("erp.pull", "erp")]
+    {
+        let body = error_body(queue(&svc, &jobs, kind).await, 403).await;
+        assert_eq!(body["error_code"], "missing_ability", "{kind}: {body}");
+        assert!(body["message"].as_str().unwrap().contains(&format!("`{needed}`")), "{kind}: {body}");
+    }
+    assert_eq!(status(&svc, &jobs, Method::GET, "/api/v1/jobs", None).await.status(), 200, "following jobs");
+    let unknown = queue(&svc, &jobs, "telepathy").await;
+    assert_eq!(unknown.status(), 422, "an unknown kind is still 422");
+    let syncer = create(&url, &["--name", "syncer", "--ability", "jobs", "--ability", "fieldreport:tools"]);
+    svc.remember_secret(&syncer);
+    assert_eq!(queue(&svc, &syncer, "fieldreport.sync").await.status(), 202);
+    error_body(queue(&svc, &syncer, "erp.pull").await, 403).await;
+    svc.stop().await;
+}
+
+on_both_databases!(named_tokens_hold_only_their_abilities, a_job_needs_the_ability_of_its_work);
