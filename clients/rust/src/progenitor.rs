@@ -82310,7 +82310,7 @@ pub mod builder {
                         ),
                     )
                 }
-                500u16..=599u16 => {
+                500u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

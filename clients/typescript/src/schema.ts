@@ -19206,17 +19206,8 @@ export interface operations {
             };
             414: components["responses"]["UriTooLong"];
             431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["InternalError"];
             "4XX": components["responses"]["ApiError"];
-            /** @description An internal error. */
-            "5XX": {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiError"];
-                };
-            };
         };
     };
     readyz: {

@@ -176,7 +176,7 @@ fn complete(doc: &mut Value) {
                 complete_fieldreport_operation(op, &op_id);
             }
             if op_id == "metrics" {
-                complete_metrics_operation(op, &error_content);
+                complete_metrics_operation(op);
             }
             if op_id.ends_with("_changes") || op_id == "erp_changes" {
                 op["responses"]["410"] = json!({
