@@ -1,6 +1,6 @@
 //! The answers the service's edge gives whatever the operation, sent to every operation of the
 //! served document: no token or an unknown one (401), a body over the limit (413), malformed
-//! JSON or a body of another content type (400), a path parameter that is not UTF-8 (400), a
+//! JSON (400), a body of another media type (415), a path parameter that is not UTF-8 (400), a
 //! head too large (431) or a request target too long (414) and, with the database down, 503
 //! with `Retry-After`, and a body that stops arriving (408).
 //! Each answer must be declared by the operation under its own status (openapi-zod-client, for
@@ -149,8 +149,11 @@ async fn every_operation_declares_the_edge_s_answers(db: Db) {
             let large = format!("[{}0]", "0,".repeat(LIMIT));
             failures.send(&op, "body over the limit", json(&path).body(large), Some(413)).await;
             failures.send(&op, "malformed JSON", json(&path).body("{\"a\": "), Some(400)).await;
-            let text = authorized(&path).header("content-type", "text/plain").body("{}");
-            failures.send(&op, "another content type", text, Some(400)).await;
+            // RFC 9110: a body in a format the operation does not take is 415.
+            for media in ["text/plain", "application/x-www-form-urlencoded"] {
+                let other = authorized(&path).header("content-type", media).body("{}");
+                failures.send(&op, &format!("a body of {media}"), other, Some(415)).await;
+            }
         }
         if op.template.contains('{') {
             let mut bad = authorized(&op.path("%FF"));

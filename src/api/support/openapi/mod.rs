@@ -210,7 +210,7 @@ fn complete(doc: &mut Value) {
                 });
                 op["responses"]["429"] = json!({"$ref": "#/components/responses/TooManyRequests"});
             }
-            declare_front_refusals(op);
+            declare_front_refusals(op, has_body);
             let states_ability = op.get("x-ability").is_some();
             let takes_input = has_body || op["parameters"].as_array().is_some_and(|ps| !ps.is_empty());
             declare_client_errors(op, &answers, takes_input, states_ability);
