@@ -7,7 +7,10 @@
 //! such an answer, as hyper writes it, with one in the shape of every other error: `message`,
 //! `error_code` and `request_id` in a JSON body, the same id in `x-request-id`, and
 //! `connection: close` (hyper closes the connection after it). Every answer of the front
-//! carries `x-request-id`, so a response head written without one is hyper's own.
+//! carries `x-request-id`, so a response head written without one is hyper's own. Under
+//! `/api/v1/leasing` it carries `success: false` too, as every error there does: the path is
+//! read from the start of the refused head as it arrived (the request line, as far as the
+//! first read of the request held it).
 
 use std::io;
 use std::pin::Pin;
@@ -16,11 +19,16 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::routed_path;
+
 /// The most headers a request may have (hyper's default, kept: more cost every parse).
 pub const MAX_HEADERS: usize = 100;
 
 /// Told of each answer replaced: its status and request id (the front logs and counts it).
 pub type Replaced = Arc<dyn Fn(u16, &str) + Send + Sync>;
+
+/// How much of a request's first line is kept to tell its path: enough for any route's prefix.
+const KEPT_LINE: usize = 8 * 1024;
 
 /// A client connection's stream whose hyper-made error answers are replaced.
 pub struct OwnAnswers<S> {
@@ -30,18 +38,42 @@ pub struct OwnAnswers<S> {
     /// The replacement being written, how much of it is written, and the length of hyper's
     /// answer it stands for (reported written once the replacement is).
     pending: Option<(Vec<u8>, usize, usize)>,
+    /// The start of the current request as read, up to its first line's end or [`KEPT_LINE`].
+    line: Vec<u8>,
+    /// Whether reads still belong to that line: set again once an answer to it starts.
+    reading_line: bool,
 }
 
 impl<S> OwnAnswers<S> {
     pub fn new(inner: S, max_header_bytes: usize, replaced: Replaced) -> OwnAnswers<S> {
-        OwnAnswers { inner, max_header_bytes, replaced, pending: None }
+        OwnAnswers { inner, max_header_bytes, replaced, pending: None, line: Vec::new(), reading_line: true }
+    }
+
+    /// Keeps what a read brought of the current request's first line.
+    fn keep_line(&mut self, read: &[u8]) {
+        if !self.reading_line {
+            return;
+        }
+        let room = KEPT_LINE - self.line.len();
+        let end = read.windows(2).position(|w| w == b"\r\n");
+        self.line.extend_from_slice(&read[..end.unwrap_or(read.len()).min(room)]);
+        self.reading_line = end.is_none() && self.line.len() < KEPT_LINE;
+    }
+
+    /// After a final answer's head the next read starts the next request.
+    fn next_request(&mut self, written: &[u8]) {
+        let head = written.strip_prefix(b"HTTP/1.1 ").or_else(|| written.strip_prefix(b"HTTP/1.0 "));
+        if head.is_some_and(|status| !status.starts_with(b"1")) {
+            self.line.clear();
+            self.reading_line = true;
+        }
     }
 
     /// Starts replacing `written` when it is hyper's own error answer.
     fn inspect(&mut self, written: &[u8]) {
         if let Some(status) = hyper_error_status(written) {
             let request_id = uuid::Uuid::new_v4().to_string();
-            let answer = replacement(status, self.max_header_bytes, &request_id);
+            let answer = replacement(status, self.max_header_bytes, &request_id, is_leasing(&self.line));
             (self.replaced)(status, &request_id);
             self.pending = Some((answer, 0, written.len()));
         }
@@ -81,8 +113,18 @@ fn hyper_error_status(written: &[u8]) -> Option<u16> {
     (head_end == written.len() && !ours).then_some(status)
 }
 
-/// The front's answer instead of hyper's `status`.
-fn replacement(status: u16, max_header_bytes: usize, request_id: &str) -> Vec<u8> {
+/// Whether a request whose first line starts with `line` is a leasing route's.
+fn is_leasing(line: &[u8]) -> bool {
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.splitn(3, ' ');
+    let target = parts.nth(1).unwrap_or_default();
+    let path = target.split(['?', '#']).next().unwrap_or_default();
+    path.starts_with('/') && routed_path::is_under(&routed_path::routed(path), "/api/v1/leasing")
+}
+
+/// The front's answer instead of hyper's `status`; under `/api/v1/leasing` (`leasing`) in the
+/// leasing envelope.
+fn replacement(status: u16, max_header_bytes: usize, request_id: &str, leasing: bool) -> Vec<u8> {
     let (reason, code, message) = match status {
         431 => (
             "Request Header Fields Too Large",
@@ -95,7 +137,11 @@ fn replacement(status: u16, max_header_bytes: usize, request_id: &str) -> Vec<u8
         _ => ("Bad Request", "bad_request", "The request's head is malformed.".to_string()),
     };
     let status = if matches!(status, 431 | 414) { status } else { 400 };
-    let body = serde_json::json!({"message": message, "error_code": code, "request_id": request_id}).to_string();
+    let mut body = serde_json::json!({"message": message, "error_code": code, "request_id": request_id});
+    if leasing {
+        body["success"] = serde_json::Value::Bool(false);
+    }
+    let body = body.to_string();
     format!(
         "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
          x-request-id: {request_id}\r\nconnection: close\r\n\r\n{body}",
@@ -108,6 +154,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for OwnAnswers<S> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         if self.pending.is_none() {
             self.inspect(buf);
+            self.next_request(buf);
         }
         if self.pending.is_some() {
             return self.write_pending(cx);
@@ -125,6 +172,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for OwnAnswers<S> {
             // A head alone is one slice; hyper's own answers have no body.
             if let (Some(head), None) = (written.next(), written.next()) {
                 self.inspect(head);
+            }
+            if let Some(first) = bufs.iter().find(|buf| !buf.is_empty()) {
+                self.next_request(first);
             }
         }
         if self.pending.is_some() {
@@ -148,7 +198,12 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for OwnAnswers<S> {
 
 impl<S: AsyncRead + Unpin> AsyncRead for OwnAnswers<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = read {
+            self.keep_line(&buf.filled()[before..]);
+        }
+        read
     }
 }
 
@@ -170,7 +225,7 @@ mod tests {
 
     #[test]
     fn the_replacement_is_json_with_its_request_id() {
-        let answer = String::from_utf8(replacement(431, 16384, "abc")).unwrap();
+        let answer = String::from_utf8(replacement(431, 16384, "abc", false)).unwrap();
         let (head, body) = answer.split_once("\r\n\r\n").unwrap();
         assert!(head.starts_with("HTTP/1.1 431 ") && head.contains("\r\nx-request-id: abc"), "{head}");
         assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
@@ -179,5 +234,18 @@ mod tests {
             (body["error_code"].as_str(), body["request_id"].as_str()),
             (Some("headers_too_large"), Some("abc"))
         );
+        assert!(body.get("success").is_none(), "{body}");
+    }
+
+    #[test]
+    fn a_leasing_route_s_replacement_has_the_envelope() {
+        assert!(is_leasing(b"GET /api/v1/leasing/1?pad=p HTTP/1.1"));
+        assert!(is_leasing(b"POST //api/v1/%6Ceasing"), "as dropshot routes it, the line cut short");
+        assert!(!is_leasing(b"GET /api/v1/leasingx HTTP/1.1"));
+        assert!(!is_leasing(b"GET /api/v1/fieldreport/companies?x=/api/v1/leasing HTTP/1.1"));
+        assert!(!is_leasing(b"\x00\x01 garbage"));
+        let answer = String::from_utf8(replacement(414, 16384, "abc", true)).unwrap();
+        let body: serde_json::Value = serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
+        assert_eq!((body["error_code"].as_str(), &body["success"]), (Some("uri_too_long"), &serde_json::json!(false)));
     }
 }

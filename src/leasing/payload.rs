@@ -44,12 +44,24 @@ fn non_empty_str<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a st
 pub const MAX_PERIOD_MONTHS: u64 = 240;
 const PERIOD_RULE: &str = "The period must be a whole number of months from 1 to 240.";
 
-/// An address of the form `local@domain.tld`, at most 254 characters, without spaces.
+/// A mailbox as RFC 5321 writes it, in the form mail systems take: `local@domain`, the local
+/// part dot-separated atoms of ASCII letters, digits and ``!#$%&'*+-/=?^_`{|}~`` (at most 64
+/// characters), the domain dot-separated labels of ASCII letters, digits and inner hyphens, at
+/// least two; at most 254 characters. The document types the lessee's `Email` `format: email`,
+/// so nothing else is taken or answered there.
 fn is_email(email: &str) -> bool {
+    let atom =
+        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-/=?^_`{|}~".contains(&b));
+    let label = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 63
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !s.starts_with('-')
+            && !s.ends_with('-')
+    };
     email.len() <= 254
-        && !email.chars().any(char::is_whitespace)
         && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !domain.ends_with('.')
+            local.len() <= 64 && local.split('.').all(atom) && domain.contains('.') && domain.split('.').all(label)
         })
 }
 
@@ -194,7 +206,8 @@ pub fn validate_patch(payload: &Value) -> Result<(), FieldErrors> {
 
 /// Fills the fields of a request response that the provider left out (strings "", numbers 0,
 /// objects {}, lists []), keeping every field it sent. The lessee's `Email` is the exception:
-/// the document states it as an email address or null, so a missing or empty one is null.
+/// the document states it as an email address or null, so a missing or empty one, or one that
+/// is not a mailbox ([`is_email`]; a request made elsewhere may hold anything), is null.
 pub fn with_defaults(response: Value) -> Value {
     use Empty::{Bool, List, Number, Object, Text};
     const REQUEST: &[(&str, Empty)] = &[
@@ -226,7 +239,7 @@ pub fn with_defaults(response: Value) -> Value {
     fill(&mut response, REQUEST);
     if let Some(Value::Object(lessee)) = response.get_mut("Lessee") {
         fill(lessee, LESSEE);
-        if lessee.get("Email").is_none_or(|email| email.as_str() == Some("")) {
+        if lessee.get("Email").is_none_or(|email| !email.as_str().is_some_and(is_email)) {
             lessee.insert("Email".to_string(), Value::Null);
         }
     }
@@ -310,6 +323,22 @@ mod tests {
         }
         for (email, valid_email) in
             [(json!("a@b.example"), true), (json!(null), true), (json!("not an email"), false), (json!(42), false)]
+                .into_iter()
+                .chain(
+                    [
+                        ("o'brien+x@acme-gmbh.example", true),
+                        ("a@b.c", true),
+                        ("jörg@acme.example", false),
+                        ("a.@acme.example", false),
+                        ("a..b@acme.example", false),
+                        (".a@acme.example", false),
+                        ("a@acme", false),
+                        ("a@-acme.example", false),
+                        ("a@acme..example", false),
+                        ("a@b@acme.example", false),
+                    ]
+                    .map(|(email, valid)| (json!(email), valid)),
+                )
         {
             let mut payload = valid();
             payload["Lessee"]["Email"] = email.clone();

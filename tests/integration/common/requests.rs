@@ -150,3 +150,26 @@ impl Api for Instance {
         format!("{}{}", self.base, path)
     }
 }
+
+/// Sends `request`, bytes as they go on the wire (what reqwest cannot send: a request target
+/// over 65,534 bytes, a head of any form), over a fresh connection in one write, and reads the
+/// answer to its end: its status, headers and body. The server may close with part of a huge
+/// request unread (a reset): what came counts.
+pub async fn raw_exchange(address: std::net::SocketAddr, request: &[u8]) -> (u16, http::HeaderMap, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    stream.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no answer: {answer:?}"));
+    let mut lines = head.lines();
+    let status_line = lines.next().unwrap_or_default();
+    let status = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{head}"));
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in lines.filter_map(|line| line.split_once(':')) {
+        let name = http::HeaderName::from_bytes(name.trim().as_bytes()).unwrap();
+        headers.append(name, http::HeaderValue::from_str(value.trim()).unwrap());
+    }
+    (status, headers, body.to_string())
+}

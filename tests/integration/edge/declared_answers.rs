@@ -1,7 +1,8 @@
 //! The answers the service's edge gives whatever the operation, sent to every operation of the
 //! served document: no token or an unknown one (401), a body over the limit (413), malformed
-//! JSON or a body of another content type (400), a path parameter that is not UTF-8 (400) and,
-//! with the database down, 503 with `Retry-After`, and a body that stops arriving (408).
+//! JSON (400), a body of another media type (415), a path parameter that is not UTF-8 (400), a
+//! head too large (431) or a request target too long (414) and, with the database down, 503
+//! with `Retry-After`, and a body that stops arriving (408).
 //! Each answer must be declared by the operation under its own status (openapi-zod-client, for
 //! one, drops a `4XX` range), fit that status's schema (so its `error_code` is in the enum
 //! there), have the headers it carries declared, and under `/api/v1/leasing` carry the leasing
@@ -11,6 +12,7 @@ use futures::StreamExt;
 use reqwest::{Method, RequestBuilder};
 use serde_json::Value;
 
+use crate::common::requests::raw_exchange;
 use crate::common::{Api, Db, TestService, contract};
 
 /// `MAX_BODY_BYTES` of these tests: small, so that a body over it is quick to send.
@@ -60,8 +62,7 @@ fn operations(document: &Value) -> Vec<Operation> {
 }
 
 /// Sends `request` (to `op`, provoking `what`): its status, and whatever of its answer the
-/// document does not say: an `expected` status it is not, a status declared only by a range, a
-/// mismatch of the contract, a leasing error without `success: false`.
+/// document does not say (see [`judge`]).
 async fn answer(op: &Operation, what: &str, request: RequestBuilder, expected: Option<u16>) -> (u16, Vec<String>) {
     let (client, request) = request.build_split();
     let request = request.unwrap();
@@ -69,6 +70,21 @@ async fn answer(op: &Operation, what: &str, request: RequestBuilder, expected: O
     let response = client.execute(request).await.unwrap();
     let (status, headers) = (response.status().as_u16(), response.headers().clone());
     let body = response.bytes().await.unwrap();
+    (status, judge(op, what, (&method, &url), status, &headers, &body, expected))
+}
+
+/// Whatever of an answer to `op` (its request `sent`, provoking `what`) the document does not
+/// say: an `expected` status it is not, a status declared only by a range, a mismatch of the
+/// contract, a leasing error without `success: false`.
+fn judge(
+    op: &Operation,
+    what: &str,
+    (method, url): (&Method, &reqwest::Url),
+    status: u16,
+    headers: &http::HeaderMap,
+    body: &[u8],
+    expected: Option<u16>,
+) -> Vec<String> {
     let mut problems = Vec::new();
     let mut note = |problem: String| problems.push(format!("{what}: {method} {}: {problem}", op.template));
     if expected.is_some_and(|expected| expected != status) {
@@ -77,16 +93,16 @@ async fn answer(op: &Operation, what: &str, request: RequestBuilder, expected: O
     if !op.declared.contains(&status.to_string()) {
         note(format!("{status} is declared only by a range (declared: {:?})", op.declared));
     }
-    if let Err(mismatch) = contract::mismatch(&method, &url, status, &headers, &body) {
+    if let Err(mismatch) = contract::mismatch(method, url, status, headers, body) {
         note(mismatch);
     }
     if status >= 400 && op.template.starts_with("/api/v1/leasing") {
-        let value: Value = serde_json::from_slice(&body).unwrap_or_default();
+        let value: Value = serde_json::from_slice(body).unwrap_or_default();
         if value["success"] != false {
             note(format!("{status} without the leasing envelope: {value}"));
         }
     }
-    (status, problems)
+    problems
 }
 
 /// What did not fit, one line each, collected over every operation.
@@ -133,8 +149,11 @@ async fn every_operation_declares_the_edge_s_answers(db: Db) {
             let large = format!("[{}0]", "0,".repeat(LIMIT));
             failures.send(&op, "body over the limit", json(&path).body(large), Some(413)).await;
             failures.send(&op, "malformed JSON", json(&path).body("{\"a\": "), Some(400)).await;
-            let text = authorized(&path).header("content-type", "text/plain").body("{}");
-            failures.send(&op, "another content type", text, Some(400)).await;
+            // RFC 9110: a body in a format the operation does not take is 415.
+            for media in ["text/plain", "application/x-www-form-urlencoded"] {
+                let other = authorized(&path).header("content-type", media).body("{}");
+                failures.send(&op, &format!("a body of {media}"), other, Some(415)).await;
+            }
         }
         if op.template.contains('{') {
             let mut bad = authorized(&op.path("%FF"));
@@ -143,6 +162,40 @@ async fn every_operation_declares_the_edge_s_answers(db: Db) {
             }
             failures.send(&op, "path parameter not UTF-8", bad, Some(400)).await;
         }
+    }
+    failures.assert_none();
+    svc.stop().await;
+}
+
+/// `MAX_HEADER_BYTES` of [`every_operation_declares_the_refusals_of_a_head`]: over 65,534, so
+/// that a request target hyper refuses as too long (414) fits a head the front takes.
+const HEAD_LIMIT: usize = 70_000;
+
+/// Whatever the operation, the front refuses a head over `MAX_HEADER_BYTES` by itself (431), and
+/// hyper one with more headers than it parses (431) or a request target over 65,534 bytes
+/// (414), both replaced by the front's JSON: each must be declared by every operation under its
+/// own status, and under `/api/v1/leasing` carry the leasing envelope like every error there.
+async fn every_operation_declares_the_refusals_of_a_head(db: Db) {
+    let (svc, token) = TestService::with_user(db, &[("MAX_HEADER_BYTES", &HEAD_LIMIT.to_string())]).await;
+    let document = served_document(&svc).await;
+    let address = svc.service.as_ref().expect("running").address;
+    let mut failures = Failures::default();
+    for op in operations(&document) {
+        let request = |path: &str| svc.client.request(op.method.clone(), svc.url(path)).bearer_auth(&token);
+        let path = op.path("1");
+        let padded = request(&path).header("x-pad", "p".repeat(HEAD_LIMIT));
+        failures.send(&op, "a head over the limit", padded, Some(431)).await;
+        let mut many = request(&path);
+        for i in 0..120 {
+            many = many.header(format!("x-h{i}"), "1");
+        }
+        failures.send(&op, "120 headers", many, Some(431)).await;
+        // Too long for reqwest's URLs: sent as bytes.
+        let head = format!("{} {path}?pad={} HTTP/1.1\r\nhost: x\r\n\r\n", op.method, "p".repeat(66_000));
+        let (status, headers, body) = raw_exchange(address, head.as_bytes()).await;
+        let url = reqwest::Url::parse(&svc.url(&path)).unwrap();
+        let what = "a request target over 65,534 bytes";
+        failures.0.extend(judge(&op, what, (&op.method, &url), status, &headers, body.as_bytes(), Some(414)));
     }
     failures.assert_none();
     svc.stop().await;
@@ -194,6 +247,7 @@ async fn every_operation_taking_a_body_declares_its_408(db: Db) {
 
 crate::on_both_databases!(
     every_operation_declares_the_edge_s_answers,
+    every_operation_declares_the_refusals_of_a_head,
     with_the_database_down_every_operation_declares_its_503,
     every_operation_taking_a_body_declares_its_408
 );

@@ -6,9 +6,8 @@
 //! (`src/front/own_answers.rs`); so is a head with more headers than hyper parses.
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
+use crate::common::requests::raw_exchange;
 use crate::common::{Db, TestService};
 
 /// `MAX_HEADER_BYTES`' default.
@@ -24,19 +23,9 @@ fn head_of(size: usize) -> Vec<u8> {
 /// Sends `head` over a fresh connection and reads the answer to its end: the status, the
 /// `x-request-id` header and the body.
 async fn send(address: std::net::SocketAddr, head: &[u8]) -> (u16, Option<String>, String) {
-    let mut stream = TcpStream::connect(address).await.unwrap();
-    stream.write_all(head).await.unwrap();
-    let mut answer = Vec::new();
-    // The server may close with part of a huge head unread (a reset): what came counts.
-    let _ = stream.read_to_end(&mut answer).await;
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no answer: {answer:?}"));
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{head}"));
-    let request_id = head
-        .lines()
-        .find_map(|line| line.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("x-request-id")))
-        .map(|(_, value)| value.trim().to_string());
-    (status, request_id, body.to_string())
+    let (status, headers, body) = raw_exchange(address, head).await;
+    let request_id = headers.get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+    (status, request_id, body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

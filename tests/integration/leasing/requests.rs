@@ -115,6 +115,32 @@ async fn a_request_the_provider_answers_sparsely_fits_the_document(db: Db) {
     svc.stop().await;
 }
 
+/// The document types the lessee's `Email` `format: email` (an RFC 5321 mailbox, checked here
+/// with formats asserted): the service refuses on create an address of another form (a non-ASCII
+/// local part, a local part ending in a dot), and answers one the provider holds for a request
+/// made elsewhere that is not a mailbox as null, as it does an empty one.
+async fn a_lessee_s_email_is_a_mailbox_or_null(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = client(&svc).await;
+    for email in ["jörg@acme.example", "a.@acme.example"] {
+        let mut payload = request_payload("ACME GmbH");
+        payload["Lessee"]["Email"] = json!(email);
+        let response = api.call(reqwest::Method::POST, "/api/v1/leasing", Some(payload)).await;
+        assert_eq!(response.status(), 422, "{email}");
+        let body: Value = response.json_value().await;
+        assert!(body["errors"]["Lessee.Email"].is_array(), "{email}: {body}");
+    }
+    let id = api.create("ACME GmbH").await;
+    for kept in ["n/a", "jörg@acme.example"] {
+        let body = json!({"FinancingId": id, "Lessee": {"Email": kept}}).to_string();
+        svc.leasing_fault(json!({"path_prefix": format!("/basic/v1/requests/{id}"), "status": 200, "body": body}))
+            .await;
+        let read = api.ok(reqwest::Method::GET, &format!("/api/v1/leasing/{id}"), None).await;
+        assert_eq!(read["data"]["Lessee"]["Email"], Value::Null, "{kept}: {read}");
+    }
+    svc.stop().await;
+}
+
 async fn create_names_every_bad_field(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = client(&svc).await;
@@ -393,6 +419,7 @@ async fn provider_calculation_validates_its_body(db: Db) {
 on_both_databases!(
     create_read_and_patch_a_request,
     a_request_the_provider_answers_sparsely_fits_the_document,
+    a_lessee_s_email_is_a_mailbox_or_null,
     create_names_every_bad_field,
     wait_follows_every_row_of_the_table,
     missing_info_sends_the_mail_then_fails,

@@ -233,6 +233,19 @@ pub(super) fn declare_client_errors(
     }
 }
 
+/// What the front refuses before any operation is chosen, declared by every operation under
+/// its own status: a head over `MAX_HEADER_BYTES` or with more than 100 headers (431), a
+/// request target over 65,534 bytes (414, reachable when `MAX_HEADER_BYTES` is larger), and,
+/// where a body is read, one of another media type than JSON (415).
+pub(super) fn declare_front_refusals(op: &mut Value, has_body: bool) {
+    let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
+    op["responses"]["414"] = reference("UriTooLong");
+    op["responses"]["431"] = reference("HeadersTooLarge");
+    if has_body {
+        op["responses"]["415"] = reference("UnsupportedMediaType");
+    }
+}
+
 /// The shared response of a client error, by status.
 fn client_error_name(status: u16) -> &'static str {
     match status {
@@ -250,14 +263,14 @@ fn client_error_name(status: u16) -> &'static str {
 }
 
 /// The shared client-error responses of their own: 400 and 410 (for [`declare_client_errors`]),
-/// 408 (every operation that takes a body).
+/// 408 (every operation that takes a body), 414, 415 and 431 (for [`declare_front_refusals`]).
 pub(super) fn add_client_errors(doc: &mut Value) {
     let content = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiError"}}});
     let responses = doc["components"]["responses"].as_object_mut().expect("the document has responses");
     responses.insert(
         "BadRequest".into(),
         json!({
-            "description": "The request could not be read (`bad_request`): malformed JSON, a body whose `Content-Type` is not `application/json`, a path or query parameter of the wrong form, or a NUL character (U+0000), which the database cannot hold. The message names the problem; the same request will fail again.",
+            "description": "The request could not be read (`bad_request`): malformed JSON, a path or query parameter of the wrong form, or a NUL character (U+0000), which the database cannot hold. The message names the problem; the same request will fail again.",
             "content": content.clone()
         }),
     );
@@ -265,6 +278,27 @@ pub(super) fn add_client_errors(doc: &mut Value) {
         "RequestTimeout".into(),
         json!({
             "description": "The request's body did not arrive within `BODY_READ_TIMEOUT_SECONDS` of its start (`request_timeout`); the connection is closed.",
+            "content": content.clone()
+        }),
+    );
+    responses.insert(
+        "UnsupportedMediaType".into(),
+        json!({
+            "description": "The body's `Content-Type` is not JSON (`unsupported_media_type`): send `application/json` (or another `application/*+json`), or no `Content-Type` at all.",
+            "content": content.clone()
+        }),
+    );
+    responses.insert(
+        "HeadersTooLarge".into(),
+        json!({
+            "description": "The request line and headers together are larger than `MAX_HEADER_BYTES` (16 KiB by default), or there are more than 100 headers (`headers_too_large`); refused before anything else, whatever the operation. The connection is closed when the head outgrew the read buffer (`MAX_HEADER_BYTES` plus 1 KiB) or had too many headers.",
+            "content": content.clone()
+        }),
+    );
+    responses.insert(
+        "UriTooLong".into(),
+        json!({
+            "description": "The request target (path and query) is longer than 65,534 bytes (`uri_too_long`); with the default `MAX_HEADER_BYTES` such a head is answered 431 first. The connection is closed.",
             "content": content.clone()
         }),
     );

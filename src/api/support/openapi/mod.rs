@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use self::errors::{
-    add_client_errors, add_server_errors, complete_request_flow_operation, declare_client_errors, server_error_name,
-    upstream_errors,
+    add_client_errors, add_server_errors, complete_request_flow_operation, declare_client_errors,
+    declare_front_refusals, server_error_name, upstream_errors,
 };
 use self::per_operation::{
     complete_export_operation, complete_fieldreport_operation, complete_jobs_operation, complete_metrics_operation,
@@ -176,7 +176,7 @@ fn complete(doc: &mut Value) {
                 complete_fieldreport_operation(op, &op_id);
             }
             if op_id == "metrics" {
-                complete_metrics_operation(op, &error_content);
+                complete_metrics_operation(op);
             }
             if op_id.ends_with("_changes") || op_id == "erp_changes" {
                 op["responses"]["410"] = json!({
@@ -210,6 +210,7 @@ fn complete(doc: &mut Value) {
                 });
                 op["responses"]["429"] = json!({"$ref": "#/components/responses/TooManyRequests"});
             }
+            declare_front_refusals(op, has_body);
             let states_ability = op.get("x-ability").is_some();
             let takes_input = has_body || op["parameters"].as_array().is_some_and(|ps| !ps.is_empty());
             declare_client_errors(op, &answers, takes_input, states_ability);

@@ -116,8 +116,10 @@ pub(super) fn event_schema() -> Value {
     schemas
 }
 
-/// The exposition's media type and the optional metrics token.
-pub(super) fn complete_metrics_operation(op: &mut Value, error_content: &Value) {
+/// The exposition's media type, the optional metrics token, and its one server error: 500
+/// `internal_error` when the answer cannot be built (no range: a generator that drops `5XX`
+/// would not know it).
+pub(super) fn complete_metrics_operation(op: &mut Value) {
     op["security"] = json!([{"metricsToken": []}, {}]);
     op["responses"] = json!({
         "200": {
@@ -135,7 +137,7 @@ pub(super) fn complete_metrics_operation(op: &mut Value, error_content: &Value) 
             }}
         },
         "4XX": {"$ref": "#/components/responses/ApiError"},
-        "5XX": {"description": "An internal error.", "content": error_content.clone()}
+        "500": {"$ref": "#/components/responses/InternalError"}
     });
 }
 

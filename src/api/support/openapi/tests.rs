@@ -366,6 +366,23 @@ fn error_answers_follow_the_error_types() {
     assert!(allowed_codes(&doc, update).unwrap().contains(&"interrupted".to_string()));
 }
 
+/// No operation declares its server errors by a range (docs/api.md: "there is no `5XX`
+/// catch-all"): a generator that drops ranges would not know them, and a range says nothing
+/// of the `error_code`s.
+#[test]
+fn no_operation_declares_server_errors_by_a_range() {
+    let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let responses = op["responses"].as_object().unwrap();
+            assert!(!responses.contains_key("5XX"), "{method} {path} declares 5XX: {:?}", responses.keys());
+        }
+    }
+    let metrics = &doc["paths"]["/metrics"]["get"]["responses"];
+    let internal = allowed_codes(&doc, &metrics["500"]).expect("/metrics declares 500 with its codes");
+    assert_eq!(internal, ["internal_error"]);
+}
+
 /// Each server error's description names every `error_code` its enum allows.
 #[test]
 fn server_errors_describe_their_codes() {
