@@ -236,9 +236,31 @@ async fn positions_the_feed_cannot_follow_are_refused(db: Db) {
     svc.stop().await;
 }
 
+/// Records created and deleted at once in one set (the API's creates and deletes from many
+/// clients) all succeed: each write numbers its change in the set's feed and counts the set's
+/// records, and no two of them wait for each other.
+async fn writes_at_once_in_one_set_all_succeed(db: Db) {
+    let (svc, _token) = TestService::with_user(db, &[]).await;
+    let store = svc.store();
+    let writer = |k: u32| async move {
+        for n in 0..40 {
+            let id = format!("{k}{n:03}");
+            let record = MirrorRecord { id: id.clone(), version: 1, document: json!({"Id": id, "Version": 1}) };
+            store.mirror_insert("tags", &record, None).await.map_err(|e| format!("insert {id}: {e}"))?;
+            store.mirror_delete("tags", &id).await.map_err(|e| format!("delete {id}: {e}"))?;
+        }
+        Ok::<_, String>(())
+    };
+    let outcomes = futures::future::join_all((1..=4).map(writer)).await;
+    let failed: Vec<&String> = outcomes.iter().filter_map(|outcome| outcome.as_ref().err()).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    svc.stop().await;
+}
+
 crate::on_both_databases!(
     a_copy_follows_the_field_report_feed,
     a_copy_follows_the_erp_feed,
     positions_the_feed_cannot_follow_are_refused,
-    many_removals_at_once_are_followed
+    many_removals_at_once_are_followed,
+    writes_at_once_in_one_set_all_succeed
 );
