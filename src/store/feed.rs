@@ -40,6 +40,13 @@ impl Mirror {
 /// how many), beside its removals: one statement, so that both are read at one moment (a
 /// record written between two statements could be numbered before a removal that the second
 /// one reads, and be skipped).
+///
+/// A removal whose id the set holds again, numbered before the removal, comes as that record
+/// (an upsert) instead. The record was written after the removal (it removed every record of
+/// that id), though numbered before it: on Postgres a sync's batch reserves its numbers before
+/// it writes, and a local delete of a record in the batch can take its number in between (the
+/// batch waits for the delete's lock on the record, then writes it again). As a removal, a
+/// copy following the feed would lose the record the mirror holds.
 fn changes_statement(mirror: Mirror, dialect: Dialect) -> sqlx::AssertSqlSafe<String> {
     let (table, set) = mirror.records();
     let name = mirror.name();
@@ -49,9 +56,11 @@ fn changes_statement(mirror: Mirror, dialect: Dialect) -> sqlx::AssertSqlSafe<St
            (SELECT change_seq, record_id, document FROM {table} \
             WHERE {set} = $1 AND change_seq > $2{before} ORDER BY change_seq LIMIT $3) AS written \
          UNION ALL \
-         SELECT change_seq, record_id, NULL FROM \
+         SELECT removed.change_seq, removed.record_id, again.document FROM \
            (SELECT change_seq, record_id FROM mirror_removals \
             WHERE mirror = '{name}' AND entity = $1 AND change_seq > $2{before} ORDER BY change_seq LIMIT $3) AS removed \
+           LEFT JOIN {table} again ON again.{set} = $1 AND LENGTH(again.record_id) = LENGTH(removed.record_id) \
+             AND again.record_id = removed.record_id AND again.change_seq < removed.change_seq \
          ORDER BY change_seq LIMIT $3"
     )
 }

@@ -22,6 +22,8 @@ use generated::fieldreport::EntityInfo;
 use tokio::sync::mpsc;
 
 use super::service::{FieldReportError, FieldReportService};
+use crate::store::feed::Mirror;
+use crate::upstream::UpstreamError;
 use crate::vocabulary::stamp::Stamp;
 
 mod fetch;
@@ -79,7 +81,12 @@ impl FieldReportService {
             return Err(FieldReportError::Conflict(format!("a sync of {} is already running", info.route)));
         }
         let started_ms = crate::store::now_ms();
-        let mut result = self.sync_pages(info, &owner, progress).await;
+        // Where the feed stood: the records removed after it are those deleted while the sync ran.
+        let removed_after = store.feed_position(Mirror::FieldReport, info.route).await.map(|feed| feed.last_seq);
+        let mut result = match &removed_after {
+            Ok(_) => self.sync_pages(info, &owner, progress).await,
+            Err(error) => Err(error.clone().into()),
+        };
         // A record deleted here while the sync ran may have been stored again by it: whatever
         // the sync's outcome, records with a tombstone leave before the lease does.
         match (store.mirror_purge_tombstoned(info.route).await, &mut result) {
@@ -91,6 +98,14 @@ impl FieldReportService {
                     "a sync of {} failed ({first}) and its records deleted meanwhile could not be removed: {error}",
                     info.route
                 ));
+            }
+        }
+        // A record deleted here whose tombstone went before the sync's end (the upstream
+        // confirmed the delete) may have been stored again by a page read before the delete.
+        if let (Ok(report), Ok(before)) = (&mut result, &removed_after) {
+            match self.remove_deleted_meanwhile(info, *before).await {
+                Ok(removed) => report.deleted_here += removed,
+                Err(error) => result = Err(error),
             }
         }
         if let Ok(report) = &result
@@ -111,6 +126,28 @@ impl FieldReportService {
             Err(_) => store.release_sync_lease(info.route, &owner).await?,
         }
         result
+    }
+
+    /// The records removed from the mirror after the feed's change number `after` that it
+    /// holds again, each read at the upstream by id: those it no longer has are removed again
+    /// (unless written since they were read); how many.
+    async fn remove_deleted_meanwhile(&self, info: &'static EntityInfo, after: i64) -> Result<u64, FieldReportError> {
+        let store = self.store();
+        let back = store.mirror_back_after_removal(info.route, after).await?;
+        if back.is_empty() {
+            return Ok(0);
+        }
+        let read_at = crate::store::now_ms();
+        let client = self.client()?;
+        let mut gone = Vec::new();
+        for id in back {
+            match client.get(info.set, &id).await {
+                Err(UpstreamError::Refused { status: 404, .. }) => gone.push(id),
+                Ok(_) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(store.mirror_remove_gone(info.route, &gone, read_at).await?.len() as u64)
     }
 
     /// Fetches pages ahead (up to [`PAGES_AHEAD`]) while storing the ones fetched: the

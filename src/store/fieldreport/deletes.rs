@@ -42,6 +42,13 @@ const CLAIM_DELETE: &str = "UPDATE fieldreport_deletes SET push_claimed_until = 
 const RELEASE_DELETE: &str =
     "UPDATE fieldreport_deletes SET push_claimed_until = NULL WHERE entity = $1 AND record_id = $2";
 const FORGET_TOMBSTONE: &str = "DELETE FROM fieldreport_deletes WHERE entity = $1 AND record_id = $2";
+/// The ids of set `$1` removed after change number `$2` (the feed's removals) that the set
+/// holds again, with no local change waiting.
+const BACK_AFTER_REMOVAL: &str = "SELECT DISTINCT removed.record_id FROM mirror_removals removed \
+     JOIN fieldreport_records back ON back.entity = removed.entity \
+       AND LENGTH(back.record_id) = LENGTH(removed.record_id) AND back.record_id = removed.record_id \
+     WHERE removed.mirror = 'fieldreport' AND removed.entity = $1 AND removed.change_seq > $2 \
+       AND back.pending_push IS NULL";
 
 impl Store {
     /// Deletes a record locally in one transaction: a record that the upstream has (or may
@@ -105,6 +112,14 @@ impl Store {
         let _turn = self.write_turn().await?;
         sqlx::query(FORGET_TOMBSTONE).bind(entity).bind(id).execute(self.pool()).await?;
         Ok(())
+    }
+
+    /// The records of `entity` removed after the feed's change number `after` that it holds
+    /// again (none with a local change waiting): a sync's page read at the upstream before a
+    /// local delete stores the record again when it is written after the delete, and the
+    /// delete's tombstone may be gone by then (the upstream confirmed it).
+    pub async fn mirror_back_after_removal(&self, entity: &str, after: i64) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(BACK_AFTER_REMOVAL).bind(entity).bind(after).fetch_all(self.pool()).await?)
     }
 
     /// Removes the records of `entity` that have a tombstone (a sync that ran while they were

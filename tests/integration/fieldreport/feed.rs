@@ -8,7 +8,7 @@ use crate::common::Api;
 use std::collections::BTreeMap;
 
 use integration_service::store::erp::ErpRecord;
-use integration_service::store::fieldreport::records::MirrorRecord;
+use integration_service::store::fieldreport::records::{MirrorRecord, SyncedRecord};
 use serde_json::{Value, json};
 
 use crate::common::contract::Checked;
@@ -236,9 +236,87 @@ async fn positions_the_feed_cannot_follow_are_refused(db: Db) {
     svc.stop().await;
 }
 
+/// Records created and deleted at once in one set (the API's creates and deletes from many
+/// clients) all succeed: each write numbers its change in the set's feed and counts the set's
+/// records, and no two of them wait for each other.
+async fn writes_at_once_in_one_set_all_succeed(db: Db) {
+    let (svc, _token) = TestService::with_user(db, &[]).await;
+    let store = svc.store();
+    let writer = |k: u32| async move {
+        for n in 0..40 {
+            let id = format!("{k}{n:03}");
+            let record = MirrorRecord { id: id.clone(), version: 1, document: json!({"Id": id, "Version": 1}) };
+            store.mirror_insert("tags", &record, None).await.map_err(|e| format!("insert {id}: {e}"))?;
+            store.mirror_delete("tags", &id).await.map_err(|e| format!("delete {id}: {e}"))?;
+        }
+        Ok::<_, String>(())
+    };
+    let outcomes = futures::future::join_all((1..=4).map(writer)).await;
+    let failed: Vec<&String> = outcomes.iter().filter_map(|outcome| outcome.as_ref().err()).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    svc.stop().await;
+}
+
+/// A sync's page writes a record again just after a local delete removed it (the page waited
+/// for the delete's lock on the record): the record is back in the mirror, and a copy that
+/// follows the feed has it too. On Postgres the page's numbers were reserved before the
+/// delete took its own, so the record comes numbered before its removal.
+async fn a_record_written_again_after_its_removal_is_followed(db: Db) {
+    let (svc, token) = TestService::with_user(db, &[]).await;
+    tag(&svc, "1", "first").await;
+    tag(&svc, "2", "first").await;
+    let (mut copy, position) = export(&svc, &token, "/api/v1/fieldreport/tags/export").await;
+    let store = svc.store().clone();
+    let document = json!({"Id": "1", "Version": 2, "Name": "synced"});
+    let page = vec![SyncedRecord {
+        id: "1".into(),
+        version: 2,
+        external_id: None,
+        document: serde_json::value::to_raw_value(&document).unwrap(),
+    }];
+    match db {
+        Db::Postgres => {
+            // The local delete's transaction (`Store::mirror_delete_tombstoned`): the record
+            // locked, then removed; the page waits for it in between.
+            let mut delete = store.pool().begin().await.unwrap();
+            sqlx::query("SELECT 1 FROM fieldreport_records WHERE entity = 'tags' AND record_id = '1' FOR UPDATE")
+                .execute(&mut *delete)
+                .await
+                .unwrap();
+            let writer = store.clone();
+            let sync = tokio::spawn(async move { writer.mirror_upsert_page("tags", page).await });
+            let waiting = "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                 AND query LIKE 'INSERT INTO fieldreport_records AS stored%'";
+            for _ in 0..200 {
+                let n: i64 = sqlx::query_scalar(waiting).fetch_one(store.pool()).await.unwrap();
+                if n > 0 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            sqlx::query("DELETE FROM fieldreport_records WHERE entity = 'tags' AND record_id = '1'")
+                .execute(&mut *delete)
+                .await
+                .unwrap();
+            delete.commit().await.unwrap();
+            sync.await.unwrap().unwrap();
+        }
+        Db::Sqlite => {
+            assert!(store.mirror_delete("tags", "1").await.unwrap());
+            store.mirror_upsert_page("tags", page).await.unwrap();
+        }
+    }
+    assert_eq!(store.mirror_get("tags", "1").await.unwrap().map(|record| record.document), Some(document));
+    follow(&svc, &token, "/api/v1/fieldreport/tags/changes", Some(position), &mut copy).await;
+    assert_eq!(copy, listed(&svc, &token, "/api/v1/fieldreport/tags", "Id").await);
+    svc.stop().await;
+}
+
 crate::on_both_databases!(
     a_copy_follows_the_field_report_feed,
     a_copy_follows_the_erp_feed,
     positions_the_feed_cannot_follow_are_refused,
-    many_removals_at_once_are_followed
+    many_removals_at_once_are_followed,
+    writes_at_once_in_one_set_all_succeed,
+    a_record_written_again_after_its_removal_is_followed
 );
