@@ -201,7 +201,7 @@ fn coded_error(status: StatusCode, error_code: &str, message: &str, path: &str) 
         "error_code": error_code,
         "request_id": request_id,
     });
-    if is_leasing(path) {
+    if routed_path::is_leasing(path) {
         body["success"] = serde_json::Value::Bool(false);
     }
     let mut response = Response::new(full(body.to_string()));
@@ -211,12 +211,6 @@ fn coded_error(status: StatusCode, error_code: &str, message: &str, path: &str) 
         response.headers_mut().insert(REQUEST_ID_HEADER, id);
     }
     response
-}
-
-/// Whether `path` is a leasing route's, whose errors keep the seed's `{success: false, …}`;
-/// judged on the path as dropshot routes it, as `//api/v1/leasing/…` reaches the same routes.
-fn is_leasing(path: &str) -> bool {
-    routed_path::is_under(&routed_path::routed(path), "/api/v1/leasing")
 }
 
 impl Front {
@@ -435,7 +429,7 @@ impl Front {
                 body.entry("error_code").or_insert_with(|| default_error_code(parts.status.as_u16()).into());
                 // The leasing envelope on every error there, dropshot's own (a bad query or
                 // body) included.
-                if is_leasing(path) {
+                if routed_path::is_leasing(path) {
                     body.entry("success").or_insert(serde_json::Value::Bool(false));
                 }
                 if let Some(seconds) = body.get("retry_after_seconds").and_then(|v| v.as_u64()) {

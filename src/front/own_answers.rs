@@ -119,7 +119,7 @@ fn is_leasing(line: &[u8]) -> bool {
     let mut parts = line.splitn(3, ' ');
     let target = parts.nth(1).unwrap_or_default();
     let path = target.split(['?', '#']).next().unwrap_or_default();
-    path.starts_with('/') && routed_path::is_under(&routed_path::routed(path), "/api/v1/leasing")
+    path.starts_with('/') && routed_path::is_leasing(path)
 }
 
 /// The front's answer instead of hyper's `status`; under `/api/v1/leasing` (`leasing`) in the

@@ -36,6 +36,13 @@ pub fn is_under(routed: &str, prefix: &str) -> bool {
     routed.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
+/// Whether `path` (as sent) reaches a leasing route, whose errors keep the seed's
+/// `{success: false, …}`: judged on the routed form, as `//api/v1/leasing/…` reaches the same
+/// routes.
+pub fn is_leasing(path: &str) -> bool {
+    is_under(&routed(path), "/api/v1/leasing")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
