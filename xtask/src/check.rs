@@ -116,14 +116,14 @@ pub fn run(root: &Path) -> Result<ExitCode> {
     if broken.is_empty() {
         println!("the layers hold: {} rules", imports::layers::RULES.len() + imports::layers::CRATE_RULES.len());
     }
-    // What docs/ names exists (see docs.rs).
+    // What the README and docs/ name exists (see docs.rs).
     let problems = docs::check(root)?;
     for line in &problems {
         stale += 1;
         eprintln!("{line}");
     }
     if problems.is_empty() {
-        println!("the documents name what exists: {}/*.md", docs::DOCS);
+        println!("the documents name what exists: {} and {}/*.md", docs::README, docs::DOCS);
     }
     if circles.is_empty() {
         println!("no import circles: {} files of src/", graph.files.len());

@@ -20,6 +20,8 @@ use proc_macro2::{Delimiter, TokenStream, TokenTree};
 
 /// The folders whose documents are checked, relative to the workspace root.
 pub const DOCS: &str = "docs";
+/// The front door, checked as the documents under [`DOCS`] are.
+pub const README: &str = "README.md";
 /// The folders whose Rust sources say which names exist.
 const SOURCES: &[&str] = &["src", "generated/src", "clients/rust/src", "xtask/src", "tests", "bench/src"];
 /// What a file named in a document starts with to be checked as a path of the tree.
@@ -46,7 +48,7 @@ const RUST_NAMES: &[&str] = &[
     "char",
 ];
 
-/// The problems of the documents under `root/docs`, one line each.
+/// The problems of the README and the documents under `root/docs`, one line each.
 pub fn check(root: &Path) -> Result<Vec<String>> {
     let known = Known::from_sources(root)?;
     let mut problems = Vec::new();
@@ -57,9 +59,11 @@ pub fn check(root: &Path) -> Result<Vec<String>> {
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
         .collect();
     entries.sort();
+    // The README is the front door: what it names must exist as much as what docs/ names.
+    entries.insert(0, root.join(README));
     for path in entries {
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        let name = format!("{DOCS}/{}", path.file_name().unwrap_or_default().to_string_lossy());
+        let name = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned();
         problems.extend(missing_files(&name, &text, |file| root.join(file).exists()));
         problems.extend(unknown_names(&name, &text, &known));
     }
