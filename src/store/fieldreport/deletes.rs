@@ -132,6 +132,7 @@ impl Store {
         let mut purged = Vec::new();
         let outcome = async {
             let mut tx = self.write_transaction().await?;
+            super::reconcile::lock_named_records(&mut tx, self.dialect(), entity, &tombstones).await?;
             for id in &tombstones {
                 if sqlx::query(DELETE_RECORD).bind(entity).bind(id).execute(&mut *tx).await?.rows_affected() == 1 {
                     purged.push(id.clone());

@@ -30,6 +30,33 @@ const REMOVE_GONE_POSTGRES: &str = "DELETE FROM fieldreport_records r \
      RETURNING r.record_id";
 /// Ids a removal statement names at most.
 const REMOVE_GONE_CHUNK: usize = 1_000;
+/// Postgres: locks the records of set `$1` named in the JSON array `$2`, in key order.
+const LOCK_NAMED_POSTGRES: &str = "SELECT r.record_id FROM fieldreport_records r \
+     JOIN (SELECT jsonb_array_elements_text($2::jsonb) AS id) AS named \
+       ON LENGTH(r.record_id) = LENGTH(named.id) AND r.record_id = named.id \
+     WHERE r.entity = $1 ORDER BY LENGTH(r.record_id), r.record_id FOR UPDATE OF r";
+
+/// Postgres, first in a transaction that removes records of `entity` in more than one
+/// statement: the records named locked. Every write of a record locks the record, then its
+/// set's rows (the feed's numbering, the count); a removal statement takes the set's rows
+/// after its records and holds them to the commit, so without the records locked first the
+/// next statement would wait for a record while holding the set's rows, and a client's write
+/// of that record, waiting for them, would deadlock with it. SQLite lets one writer in.
+pub(in crate::store) async fn lock_named_records(
+    tx: &mut sqlx::AnyConnection,
+    dialect: crate::store::Dialect,
+    entity: &str,
+    ids: &[String],
+) -> Result<(), StoreError> {
+    if dialect != crate::store::Dialect::Postgres {
+        return Ok(());
+    }
+    for chunk in ids.chunks(REMOVE_GONE_CHUNK) {
+        let named = serde_json::to_string(chunk).map_err(|e| StoreError::Query(e.to_string()))?;
+        sqlx::query(LOCK_NAMED_POSTGRES).bind(entity).bind(named).execute(&mut *tx).await?;
+    }
+    Ok(())
+}
 
 /// A record of the mirror, as a reconciling sync compares it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -78,6 +105,7 @@ impl Store {
                 crate::store::Dialect::Postgres => REMOVE_GONE_POSTGRES,
             };
             let mut tx = self.write_transaction().await?;
+            lock_named_records(&mut tx, self.dialect(), entity, ids).await?;
             for chunk in ids.chunks(REMOVE_GONE_CHUNK) {
                 let named = serde_json::to_string(chunk).map_err(|e| StoreError::Query(e.to_string()))?;
                 let rows = sqlx::query(statement).bind(entity).bind(named).bind(before_ms).fetch_all(&mut *tx).await?;
