@@ -216,3 +216,33 @@ fn a_feed_read_takes_its_bound_once() {
         assert!(!sqlite.contains("bound"), "{sqlite}");
     }
 }
+
+/// The expiry of pruned tombstones reads them by their time's index only (on Postgres with
+/// sequential scans ruled out, so that the plan shows the index chosen). Before, the newest
+/// pruned of a set was looked up backwards by number, filtering on time.
+#[tokio::test]
+async fn the_expiry_of_pruned_tombstones_reads_them_by_time() {
+    crate::store::testing::on_both_databases(async |store| {
+        let statement = expire_removals(store.dialect());
+        let plan = match store.dialect() {
+            Dialect::Sqlite => crate::store::plan_of(store.dialect(), store.pool(), statement, |q| q.bind(0_i64)).await,
+            Dialect::Postgres => {
+                let mut tx = store.pool().begin().await.unwrap();
+                sqlx::Executor::execute(&mut *tx, "SET LOCAL enable_seqscan = off").await.unwrap();
+                crate::store::plan_of(store.dialect(), &mut *tx, statement, |q| q.bind(0_i64)).await
+            }
+        };
+        let reads: Vec<&str> = plan
+            .lines()
+            .filter(|step| {
+                step.contains("mirror_removals") && ["Scan", "SCAN", "SEARCH"].iter().any(|r| step.contains(r))
+            })
+            .collect();
+        assert!(!reads.is_empty(), "{plan}");
+        for step in reads {
+            let by_time = step.contains("mirror_removals_removed_at") || step.contains("Bitmap Heap Scan");
+            assert!(by_time, "{:?}: a read of the tombstones not by their time: {step}\n{plan}", store.dialect());
+        }
+    })
+    .await;
+}
