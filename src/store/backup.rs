@@ -94,7 +94,7 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     remove_if_there(&partial)?;
     create_private(&partial).map_err(|error| BackupError::File { path: to.to_path_buf(), error })?;
     // Every failure from here on removes the partial file, opening the database included.
-    let copied = copy_into(&database, &partial, to)
+    let copied = copy_into(&database, OpenFlags::SQLITE_OPEN_READ_WRITE, &partial, to)
         .and_then(|()| check(&partial))
         .and_then(|migration| sync_file(&partial).map(|()| migration));
     let migration = match copied {
@@ -109,12 +109,11 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     Ok(Backup { path: to.to_path_buf(), bytes, migration })
 }
 
-/// Copies `database` into the new file `partial` (`to` once checked) by `VACUUM INTO`.
-fn copy_into(database: &Path, partial: &Path, to: &Path) -> Result<(), BackupError> {
+/// Copies `database` (with its write-ahead log), opened with `flags`, into the new empty file
+/// `partial` (`to` once checked) by `VACUUM INTO`.
+fn copy_into(database: &Path, flags: OpenFlags, partial: &Path, to: &Path) -> Result<(), BackupError> {
     let sqlite = |error| BackupError::Sqlite { path: database.to_path_buf(), error };
-    let connection =
-        Connection::open_with_flags(database, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(sqlite)?;
+    let connection = Connection::open_with_flags(database, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(sqlite)?;
     connection.busy_timeout(std::time::Duration::from_secs(30)).map_err(sqlite)?;
     connection
         .execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()])
@@ -144,9 +143,12 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     }
     let partial = beside(&database, ".restoring");
     remove_if_there(&partial)?;
-    let copied = std::fs::copy(from, &partial)
+    // Copied through SQLite, as checked: with the write-ahead log a copy of a database may
+    // have beside it (a snapshot of a volume), which a copy of the file alone would lose.
+    let copied = create_private(&partial)
         .map_err(|error| BackupError::File { path: partial.clone(), error })
-        .and_then(|_| owned_as_replaced(&partial, &database))
+        .and_then(|()| copy_into(from, OpenFlags::SQLITE_OPEN_READ_ONLY, &partial, &database))
+        .and_then(|()| owned_as_replaced(&partial, &database))
         .and_then(|()| sync_file(&partial))
         .and_then(|()| set_aside(&database));
     let set_aside = match copied {

@@ -204,14 +204,13 @@ fn a_restored_database_keeps_the_owner_and_mode_of_the_one_it_replaces() {
 /// A service that crashed leaves its write-ahead log and its shared-memory index beside the
 /// database. A restore folds the log into the database it sets aside, so that the set-aside file
 /// is whole on its own, and leaves no companion beside it under a name SQLite never pairs with it.
-#[test]
-fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
+/// Runs the service on `url`, creates a user `late@example.com` through the command line and
+/// kills the service: its write-ahead log, holding the user, and its index stay beside the file.
+fn crash_after_a_write(dir: &std::path::Path, url: &str) {
     use std::io::BufRead;
-    let (dir, url, copy) = backed_up_database();
-
     let mut serve = Binary::new(["serve", "--bind", "127.0.0.1:0"])
-        .database(&url)
-        .current_dir(&dir)
+        .database(url)
+        .current_dir(dir)
         .stderr(std::process::Stdio::null())
         .spawn();
     let mut stdout = std::io::BufReader::new(serve.stdout.take().unwrap());
@@ -221,11 +220,17 @@ fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
         assert!(stdout.read_line(&mut line).unwrap() > 0, "the service ended before it listened");
     }
     let created =
-        cli(&url, &["user", "create", "--email", "late@example.com", "--password-stdin"], Some("a passphrase\n"));
+        cli(url, &["user", "create", "--email", "late@example.com", "--password-stdin"], Some("a passphrase\n"));
     assert!(created.status.success(), "{}", text(&created.stderr));
     serve.kill().unwrap();
     serve.wait().unwrap();
     assert!(dir.join("service.db-wal").exists() && dir.join("service.db-shm").exists(), "a crash leaves both");
+}
+
+#[test]
+fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
+    let (dir, url, copy) = backed_up_database();
+    crash_after_a_write(&dir, &url);
 
     let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&url).output();
     assert!(restored.status.success(), "{}", text(&restored.stderr));
@@ -268,5 +273,33 @@ fn a_backup_onto_a_full_disk_names_the_backup_and_leaves_nothing() {
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
     assert_eq!(text(&output.stderr), format!("error: {}: SQLite: database or disk is full\n", target.display()));
     assert!(left.is_empty(), "left on the full disk: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The users a database at `url` lists, as the command line prints them.
+fn listed_users(url: &str) -> String {
+    let listed = cli(url, &["user", "list"], None);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    text(&listed.stdout)
+}
+
+/// A copy of a database taken with its write-ahead log (a snapshot of the volume, the file
+/// copied with its `-wal`) restores with what the log holds: the restore checks the database
+/// and its log together, so it must put back both, not the file alone.
+#[test]
+fn a_restore_from_a_copy_with_its_write_ahead_log_keeps_what_the_log_holds() {
+    let (dir, url) = migrated_database();
+    crash_after_a_write(&dir, &url);
+    let snapshot = dir.join("snapshot");
+    std::fs::create_dir(&snapshot).unwrap();
+    for name in ["service.db", "service.db-wal"] {
+        std::fs::copy(dir.join(name), snapshot.join(name)).unwrap();
+    }
+
+    let new_host = format!("sqlite://{}/new-host/service.db", dir.display());
+    let from = snapshot.join("service.db");
+    let restored = Binary::new(["restore", "--from", from.to_str().unwrap()]).database(&new_host).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    assert!(listed_users(&new_host).contains("late@example.com"), "the log's write is lost");
     let _ = std::fs::remove_dir_all(&dir);
 }
