@@ -126,7 +126,8 @@ fn copy_into(database: &Path, flags: OpenFlags, partial: &Path, to: &Path) -> Re
 }
 
 /// Replaces the database of `url` with the backup `from`, refusing while anyone has the
-/// database open. The database it replaces is renamed to `<file>.before-restore-<time>`.
+/// database open. The database it replaces is renamed to `<file>.before-restore-<time>` (or,
+/// when an earlier restore took that name, a free one beside it).
 pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     let database = database_file(url)?;
     if !from.is_file() {
@@ -240,7 +241,8 @@ fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
         return Ok(None);
     }
     ensure_unused(database)?;
-    let moved = beside(database, &format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")));
+    let moved =
+        free_name(beside(database, &format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"))));
     // The log first: a stop between the renames never leaves it beside the restored database.
     let log = beside(database, "-wal");
     if log.exists() {
@@ -249,6 +251,13 @@ fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
     remove_if_there(&beside(database, "-shm"))?;
     rename(database, &moved)?;
     Ok(Some(moved))
+}
+
+/// `path`, or when it (or its log) is taken, as by an earlier restore in the same second, the
+/// first of `path-2`, `path-3`, ... that is not: a set-aside database is never replaced.
+fn free_name(path: PathBuf) -> PathBuf {
+    let taken = |path: &Path| path.exists() || beside(path, "-wal").exists();
+    (1..).map(|n| if n == 1 { path.clone() } else { beside(&path, &format!("-{n}")) }).find(|p| !taken(p)).unwrap()
 }
 
 /// Refuses when another connection has the database open: every connection of a WAL database

@@ -303,3 +303,32 @@ fn a_restore_from_a_copy_with_its_write_ahead_log_keeps_what_the_log_holds() {
     assert!(listed_users(&new_host).contains("late@example.com"), "the log's write is lost");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two restores within one second keep both databases they replace: the second never takes
+/// the name of the first one's set-aside file (nor of any other file already there).
+#[test]
+fn a_restore_never_replaces_a_database_an_earlier_restore_set_aside() {
+    let (dir, url, copy) = backed_up_database();
+    let created =
+        cli(&url, &["user", "create", "--email", "first@example.com", "--password-stdin"], Some("a passphrase\n"));
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    // Whatever second the restore runs in, its set-aside name is taken already.
+    let now = chrono::Utc::now();
+    let taken: Vec<std::path::PathBuf> = (0..30)
+        .map(|s| now + chrono::Duration::seconds(s))
+        .map(|at| dir.join(format!("service.db.before-restore-{}", at.format("%Y%m%dT%H%M%SZ"))))
+        .collect();
+    for path in &taken {
+        std::fs::write(path, "an earlier restore's").unwrap();
+    }
+
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&url).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    for path in &taken {
+        assert_eq!(std::fs::read_to_string(path).unwrap(), "an earlier restore's", "{} replaced", path.display());
+    }
+    let stdout = text(&restored.stdout);
+    let moved = stdout.lines().find_map(|l| l.strip_prefix("the database it replaces was moved to ")).expect(&stdout);
+    assert!(listed_users(&format!("sqlite://{moved}")).contains("first@example.com"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
