@@ -221,10 +221,29 @@ fn check(path: &Path) -> Result<i64, BackupError> {
     if verdict != "ok" {
         return Err(not_a_backup(format!("the integrity check says {verdict}")));
     }
-    connection
-        .query_row("SELECT MAX(version) FROM _sqlx_migrations WHERE success", [], |row| row.get::<_, Option<i64>>(0))
-        .map_err(|e| not_a_backup(format!("no migrations table ({e})")))?
-        .ok_or_else(|| not_a_backup("no migration was applied".into()))
+    let applied = (|| -> rusqlite::Result<Vec<(i64, Vec<u8>)>> {
+        let mut rows = connection.prepare("SELECT version, checksum FROM _sqlx_migrations WHERE success")?;
+        rows.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect()
+    })()
+    .map_err(|e| not_a_backup(format!("no migrations table ({e})")))?;
+    own_migrations(&applied).map_err(not_a_backup)
+}
+
+/// The newest of the `applied` migrations (version, checksum), once they are this service's:
+/// its first migration and, up to the newest this release knows, each one as this release has
+/// it (`serve` refuses any other; newer ones are a newer release's, see [`restore`]).
+fn own_migrations(applied: &[(i64, Vec<u8>)]) -> Result<i64, String> {
+    let ours = sqlx::migrate!("migrations/sqlite");
+    let first = ours.iter().map(|m| m.version).min().unwrap_or(0);
+    if !applied.iter().any(|(version, _)| *version == first) {
+        return Err(format!("it lacks this service's first migration ({first})"));
+    }
+    for (version, checksum) in applied.iter().filter(|(version, _)| *version <= known_migration()) {
+        if !ours.iter().any(|m| m.version == *version && *m.checksum == **checksum) {
+            return Err(format!("its migration {version} is not this service's"));
+        }
+    }
+    Ok(applied.iter().map(|(version, _)| *version).max().unwrap_or(first))
 }
 
 /// The newest migration this release applies to SQLite.

@@ -332,3 +332,33 @@ fn a_restore_never_replaces_a_database_an_earlier_restore_set_aside() {
     assert!(listed_users(&format!("sqlite://{moved}")).contains("first@example.com"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A database of another program that keeps its migrations as this service does (sqlx's
+/// `_sqlx_migrations`, versions this release knows) is not a backup of this service: the
+/// restore refuses it and leaves the database alone, rather than one `serve` cannot start on.
+#[test]
+fn a_database_of_another_program_with_migrations_is_refused() {
+    let (dir, url) = migrated_database();
+    let other = dir.join("other.db");
+    let connection = rusqlite::Connection::open(&other).unwrap();
+    connection
+        .execute_batch(
+            "CREATE TABLE _sqlx_migrations (version BIGINT PRIMARY KEY, description TEXT NOT NULL,
+                 installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, success BOOLEAN NOT NULL,
+                 checksum BLOB NOT NULL, execution_time BIGINT NOT NULL);
+             INSERT INTO _sqlx_migrations VALUES (1, 'orders', CURRENT_TIMESTAMP, TRUE, x'0123', 1);
+             CREATE TABLE orders (id INTEGER PRIMARY KEY);",
+        )
+        .unwrap();
+    drop(connection);
+
+    let refused = Binary::new(["restore", "--from", other.to_str().unwrap()]).database(&url).output();
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stdout));
+    let stderr = text(&refused.stderr);
+    assert!(stderr.contains("is not a backup of this service's database"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!left.iter().any(|name| name.to_string_lossy().contains("before-restore")), "{left:?}");
+    let migrated = Binary::new(["migrate"]).database(&url).output();
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
