@@ -94,7 +94,7 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     remove_if_there(&partial)?;
     create_private(&partial).map_err(|error| BackupError::File { path: to.to_path_buf(), error })?;
     // Every failure from here on removes the partial file, opening the database included.
-    let copied = copy_into(&database, &partial, to)
+    let copied = copy_into(&database, OpenFlags::SQLITE_OPEN_READ_WRITE, &partial, to)
         .and_then(|()| check(&partial))
         .and_then(|migration| sync_file(&partial).map(|()| migration));
     let migration = match copied {
@@ -109,12 +109,11 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
     Ok(Backup { path: to.to_path_buf(), bytes, migration })
 }
 
-/// Copies `database` into the new file `partial` (`to` once checked) by `VACUUM INTO`.
-fn copy_into(database: &Path, partial: &Path, to: &Path) -> Result<(), BackupError> {
+/// Copies `database` (with its write-ahead log), opened with `flags`, into the new empty file
+/// `partial` (`to` once checked) by `VACUUM INTO`.
+fn copy_into(database: &Path, flags: OpenFlags, partial: &Path, to: &Path) -> Result<(), BackupError> {
     let sqlite = |error| BackupError::Sqlite { path: database.to_path_buf(), error };
-    let connection =
-        Connection::open_with_flags(database, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(sqlite)?;
+    let connection = Connection::open_with_flags(database, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(sqlite)?;
     connection.busy_timeout(std::time::Duration::from_secs(30)).map_err(sqlite)?;
     connection
         .execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()])
@@ -127,7 +126,8 @@ fn copy_into(database: &Path, partial: &Path, to: &Path) -> Result<(), BackupErr
 }
 
 /// Replaces the database of `url` with the backup `from`, refusing while anyone has the
-/// database open. The database it replaces is renamed to `<file>.before-restore-<time>`.
+/// database open. The database it replaces is renamed to `<file>.before-restore-<time>` (or,
+/// when an earlier restore took that name, a free one beside it).
 pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     let database = database_file(url)?;
     if !from.is_file() {
@@ -144,9 +144,12 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     }
     let partial = beside(&database, ".restoring");
     remove_if_there(&partial)?;
-    let copied = std::fs::copy(from, &partial)
+    // Copied through SQLite, as checked: with the write-ahead log a copy of a database may
+    // have beside it (a snapshot of a volume), which a copy of the file alone would lose.
+    let copied = create_private(&partial)
         .map_err(|error| BackupError::File { path: partial.clone(), error })
-        .and_then(|_| owned_as_replaced(&partial, &database))
+        .and_then(|()| copy_into(from, OpenFlags::SQLITE_OPEN_READ_ONLY, &partial, &database))
+        .and_then(|()| owned_as_replaced(&partial, &database))
         .and_then(|()| sync_file(&partial))
         .and_then(|()| set_aside(&database));
     let set_aside = match copied {
@@ -218,10 +221,29 @@ fn check(path: &Path) -> Result<i64, BackupError> {
     if verdict != "ok" {
         return Err(not_a_backup(format!("the integrity check says {verdict}")));
     }
-    connection
-        .query_row("SELECT MAX(version) FROM _sqlx_migrations WHERE success", [], |row| row.get::<_, Option<i64>>(0))
-        .map_err(|e| not_a_backup(format!("no migrations table ({e})")))?
-        .ok_or_else(|| not_a_backup("no migration was applied".into()))
+    let applied = (|| -> rusqlite::Result<Vec<(i64, Vec<u8>)>> {
+        let mut rows = connection.prepare("SELECT version, checksum FROM _sqlx_migrations WHERE success")?;
+        rows.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect()
+    })()
+    .map_err(|e| not_a_backup(format!("no migrations table ({e})")))?;
+    own_migrations(&applied).map_err(not_a_backup)
+}
+
+/// The newest of the `applied` migrations (version, checksum), once they are this service's:
+/// its first migration and, up to the newest this release knows, each one as this release has
+/// it (`serve` refuses any other; newer ones are a newer release's, see [`restore`]).
+fn own_migrations(applied: &[(i64, Vec<u8>)]) -> Result<i64, String> {
+    let ours = sqlx::migrate!("migrations/sqlite");
+    let first = ours.iter().map(|m| m.version).min().unwrap_or(0);
+    if !applied.iter().any(|(version, _)| *version == first) {
+        return Err(format!("it lacks this service's first migration ({first})"));
+    }
+    for (version, checksum) in applied.iter().filter(|(version, _)| *version <= known_migration()) {
+        if !ours.iter().any(|m| m.version == *version && *m.checksum == **checksum) {
+            return Err(format!("its migration {version} is not this service's"));
+        }
+    }
+    Ok(applied.iter().map(|(version, _)| *version).max().unwrap_or(first))
 }
 
 /// The newest migration this release applies to SQLite.
@@ -238,7 +260,8 @@ fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
         return Ok(None);
     }
     ensure_unused(database)?;
-    let moved = beside(database, &format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")));
+    let moved =
+        free_name(beside(database, &format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"))));
     // The log first: a stop between the renames never leaves it beside the restored database.
     let log = beside(database, "-wal");
     if log.exists() {
@@ -247,6 +270,13 @@ fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
     remove_if_there(&beside(database, "-shm"))?;
     rename(database, &moved)?;
     Ok(Some(moved))
+}
+
+/// `path`, or when it (or its log) is taken, as by an earlier restore in the same second, the
+/// first of `path-2`, `path-3`, ... that is not: a set-aside database is never replaced.
+fn free_name(path: PathBuf) -> PathBuf {
+    let taken = |path: &Path| path.exists() || beside(path, "-wal").exists();
+    (1..).map(|n| if n == 1 { path.clone() } else { beside(&path, &format!("-{n}")) }).find(|p| !taken(p)).unwrap()
 }
 
 /// Refuses when another connection has the database open: every connection of a WAL database

@@ -204,14 +204,13 @@ fn a_restored_database_keeps_the_owner_and_mode_of_the_one_it_replaces() {
 /// A service that crashed leaves its write-ahead log and its shared-memory index beside the
 /// database. A restore folds the log into the database it sets aside, so that the set-aside file
 /// is whole on its own, and leaves no companion beside it under a name SQLite never pairs with it.
-#[test]
-fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
+/// Runs the service on `url`, creates a user `late@example.com` through the command line and
+/// kills the service: its write-ahead log, holding the user, and its index stay beside the file.
+fn crash_after_a_write(dir: &std::path::Path, url: &str) {
     use std::io::BufRead;
-    let (dir, url, copy) = backed_up_database();
-
     let mut serve = Binary::new(["serve", "--bind", "127.0.0.1:0"])
-        .database(&url)
-        .current_dir(&dir)
+        .database(url)
+        .current_dir(dir)
         .stderr(std::process::Stdio::null())
         .spawn();
     let mut stdout = std::io::BufReader::new(serve.stdout.take().unwrap());
@@ -221,11 +220,17 @@ fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
         assert!(stdout.read_line(&mut line).unwrap() > 0, "the service ended before it listened");
     }
     let created =
-        cli(&url, &["user", "create", "--email", "late@example.com", "--password-stdin"], Some("a passphrase\n"));
+        cli(url, &["user", "create", "--email", "late@example.com", "--password-stdin"], Some("a passphrase\n"));
     assert!(created.status.success(), "{}", text(&created.stderr));
     serve.kill().unwrap();
     serve.wait().unwrap();
     assert!(dir.join("service.db-wal").exists() && dir.join("service.db-shm").exists(), "a crash leaves both");
+}
+
+#[test]
+fn a_restore_after_a_crash_sets_the_database_aside_whole_and_alone() {
+    let (dir, url, copy) = backed_up_database();
+    crash_after_a_write(&dir, &url);
 
     let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&url).output();
     assert!(restored.status.success(), "{}", text(&restored.stderr));
@@ -268,5 +273,92 @@ fn a_backup_onto_a_full_disk_names_the_backup_and_leaves_nothing() {
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
     assert_eq!(text(&output.stderr), format!("error: {}: SQLite: database or disk is full\n", target.display()));
     assert!(left.is_empty(), "left on the full disk: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The users a database at `url` lists, as the command line prints them.
+fn listed_users(url: &str) -> String {
+    let listed = cli(url, &["user", "list"], None);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    text(&listed.stdout)
+}
+
+/// A copy of a database taken with its write-ahead log (a snapshot of the volume, the file
+/// copied with its `-wal`) restores with what the log holds: the restore checks the database
+/// and its log together, so it must put back both, not the file alone.
+#[test]
+fn a_restore_from_a_copy_with_its_write_ahead_log_keeps_what_the_log_holds() {
+    let (dir, url) = migrated_database();
+    crash_after_a_write(&dir, &url);
+    let snapshot = dir.join("snapshot");
+    std::fs::create_dir(&snapshot).unwrap();
+    for name in ["service.db", "service.db-wal"] {
+        std::fs::copy(dir.join(name), snapshot.join(name)).unwrap();
+    }
+
+    let new_host = format!("sqlite://{}/new-host/service.db", dir.display());
+    let from = snapshot.join("service.db");
+    let restored = Binary::new(["restore", "--from", from.to_str().unwrap()]).database(&new_host).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    assert!(listed_users(&new_host).contains("late@example.com"), "the log's write is lost");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two restores within one second keep both databases they replace: the second never takes
+/// the name of the first one's set-aside file (nor of any other file already there).
+#[test]
+fn a_restore_never_replaces_a_database_an_earlier_restore_set_aside() {
+    let (dir, url, copy) = backed_up_database();
+    let created =
+        cli(&url, &["user", "create", "--email", "first@example.com", "--password-stdin"], Some("a passphrase\n"));
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    // Whatever second the restore runs in, its set-aside name is taken already.
+    let now = chrono::Utc::now();
+    let taken: Vec<std::path::PathBuf> = (0..30)
+        .map(|s| now + chrono::Duration::seconds(s))
+        .map(|at| dir.join(format!("service.db.before-restore-{}", at.format("%Y%m%dT%H%M%SZ"))))
+        .collect();
+    for path in &taken {
+        std::fs::write(path, "an earlier restore's").unwrap();
+    }
+
+    let restored = Binary::new(["restore", "--from", copy.to_str().unwrap()]).database(&url).output();
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    for path in &taken {
+        assert_eq!(std::fs::read_to_string(path).unwrap(), "an earlier restore's", "{} replaced", path.display());
+    }
+    let stdout = text(&restored.stdout);
+    let moved = stdout.lines().find_map(|l| l.strip_prefix("the database it replaces was moved to ")).expect(&stdout);
+    assert!(listed_users(&format!("sqlite://{moved}")).contains("first@example.com"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A database of another program that keeps its migrations as this service does (sqlx's
+/// `_sqlx_migrations`, versions this release knows) is not a backup of this service: the
+/// restore refuses it and leaves the database alone, rather than one `serve` cannot start on.
+#[test]
+fn a_database_of_another_program_with_migrations_is_refused() {
+    let (dir, url) = migrated_database();
+    let other = dir.join("other.db");
+    let connection = rusqlite::Connection::open(&other).unwrap();
+    connection
+        .execute_batch(
+            "CREATE TABLE _sqlx_migrations (version BIGINT PRIMARY KEY, description TEXT NOT NULL,
+                 installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, success BOOLEAN NOT NULL,
+                 checksum BLOB NOT NULL, execution_time BIGINT NOT NULL);
+             INSERT INTO _sqlx_migrations VALUES (1, 'orders', CURRENT_TIMESTAMP, TRUE, x'0123', 1);
+             CREATE TABLE orders (id INTEGER PRIMARY KEY);",
+        )
+        .unwrap();
+    drop(connection);
+
+    let refused = Binary::new(["restore", "--from", other.to_str().unwrap()]).database(&url).output();
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stdout));
+    let stderr = text(&refused.stderr);
+    assert!(stderr.contains("is not a backup of this service's database"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!left.iter().any(|name| name.to_string_lossy().contains("before-restore")), "{left:?}");
+    let migrated = Binary::new(["migrate"]).database(&url).output();
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
