@@ -19,6 +19,12 @@ use crate::metrics::{CallRecorder, Metrics};
 
 const SYSTEM: System = System::FieldReport;
 
+/// Empty pages with a next link followed in a row at most, each a window of rows the server
+/// withholds after paging (soft-deleted ones): at a page size of 100, a million such rows in a
+/// row. A server that links every empty page onward, past its set's end, would have a query
+/// never end.
+pub const EMPTY_PAGES_FOLLOWED: usize = 10_000;
+
 #[derive(Clone)]
 pub struct FieldReportClient {
     http: reqwest::Client,
@@ -165,19 +171,24 @@ impl FieldReportClient {
     /// after paging (soft-deleted ones, say) answers a window of only such rows with an empty
     /// page and a next link, which is no end of the query. The links are followed from empty
     /// pages only: from a page with records a query goes on from their last key, not by
-    /// position. A link that leads to itself is a malformed answer.
+    /// position. A link followed before (empty pages leading back to an earlier one), or more
+    /// than [`EMPTY_PAGES_FOLLOWED`] of them, is a malformed answer: the query would not end.
     pub async fn page_with_records(&self, set: &str, query: &str) -> Result<ODataPage, UpstreamError> {
         let mut page = self.page(set, query, None).await?;
+        let mut followed = std::collections::HashSet::new();
         while page.records.is_empty()
             && let Some(link) = page.next_link.take()
         {
-            page = self.page(set, query, Some(&link)).await?;
-            if page.records.is_empty() && page.next_link.as_deref() == Some(link.as_str()) {
-                return Err(UpstreamError::Malformed {
-                    system: SYSTEM,
-                    detail: format!("{set} answered an empty page whose next link is itself: {link}"),
-                });
-            }
+            let detail = if followed.contains(&link) {
+                format!("{set} answered empty pages whose next links lead back to one followed before: {link}")
+            } else if followed.len() == EMPTY_PAGES_FOLLOWED {
+                format!("{set} answered {EMPTY_PAGES_FOLLOWED} empty pages in a row, each with a next link: {link}")
+            } else {
+                page = self.page(set, query, Some(&link)).await?;
+                followed.insert(link);
+                continue;
+            };
+            return Err(UpstreamError::Malformed { system: SYSTEM, detail });
         }
         Ok(page)
     }

@@ -28,6 +28,16 @@ struct Fake {
     unlinked: std::sync::atomic::AtomicBool,
     /// `$orderby` ignored: lists in Id order.
     unordered: std::sync::atomic::AtomicBool,
+    /// Every empty page has a next link (see [`Links`]), for this many list requests more.
+    links_on_empty: Mutex<Option<(Links, usize)>>,
+}
+
+/// The next link of an empty page, at a server with a paging bug: two links that lead to each
+/// other, or a `$skiptoken` counting up forever.
+#[derive(Clone, Copy)]
+enum Links {
+    Cycle,
+    Endless,
 }
 
 impl Fake {
@@ -95,7 +105,23 @@ impl Fake {
             .filter(|record| !hidden.contains(&id(record)))
             .map(|record| select(record, pairs.get("$select")))
             .collect();
+        let empty = page.is_empty();
         let mut body = json!({"odata.metadata": "https://fake/odata/$metadata#Companies", "value": page});
+        let mut links_on_empty = self.links_on_empty.lock().unwrap();
+        if let Some((links, left @ 1..)) = *links_on_empty
+            && empty
+        {
+            *links_on_empty = Some((links, left - 1));
+            let token = pairs.get("$skiptoken").map_or(0, |token| token.parse::<u64>().unwrap());
+            let next = match links {
+                Links::Cycle => 1 - token.min(1),
+                Links::Endless => token + 1,
+            };
+            let mut query = pairs.clone();
+            query.insert("$skiptoken".into(), next.to_string());
+            let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(query).finish();
+            body["odata.nextLink"] = json!(format!("https://fake/odata/Companies?{query}"));
+        }
         if rest.len() > PAGE_SIZE && !self.unlinked.load(std::sync::atomic::Ordering::Relaxed) {
             let mut next = pairs.clone();
             next.insert("$skip".into(), (skip + PAGE_SIZE).to_string());
@@ -335,7 +361,41 @@ async fn full_metadata_records_stamped_with_an_offset_converge(db: Db) {
     svc.stop().await;
 }
 
+/// A server whose empty pages link to each other (`$skiptoken=0` to `=1` and back): the sync,
+/// at its last query (which answers no record), followed them for ever, holding the set's
+/// lease. The fake stops linking after 500 requests, so a sync that follows them ends; one
+/// that finds the cycle ends at once, with a malformed answer, and asks no more.
+async fn empty_pages_linking_to_each_other_end_the_sync(db: Db) {
+    let fake = Fake::seeded(5, "");
+    *fake.links_on_empty.lock().unwrap() = Some((Links::Cycle, 500));
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["error_code"].clone()), (502, json!("upstream_invalid_response")), "{first}");
+    assert!(first["message"].as_str().unwrap().contains("next link"), "{first}");
+    let left = fake.links_on_empty.lock().unwrap().unwrap().1;
+    assert!(left > 490, "followed {} links", 500 - left);
+    svc.stop().await;
+}
+
+/// A server whose empty pages link onward for ever (`$skiptoken` counting up), past its set's
+/// end: the sync followed them as long as the server linked them. It follows at most
+/// `EMPTY_PAGES_FOLLOWED` in a row, then ends with a malformed answer.
+async fn empty_pages_linking_onward_for_ever_end_the_sync(db: Db) {
+    let most = integration_service::upstream::fieldreport::EMPTY_PAGES_FOLLOWED;
+    let fake = Fake::seeded(5, "");
+    *fake.links_on_empty.lock().unwrap() = Some((Links::Endless, most + 100));
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!((status, first["error_code"].clone()), (502, json!("upstream_invalid_response")), "{first}");
+    assert!(first["message"].as_str().unwrap().contains("in a row"), "{first}");
+    // The first empty page, and one page for each link followed.
+    assert_eq!(fake.links_on_empty.lock().unwrap().unwrap().1, 99);
+    svc.stop().await;
+}
+
 on_both_databases!(
+    empty_pages_linking_to_each_other_end_the_sync,
+    empty_pages_linking_onward_for_ever_end_the_sync,
     full_metadata_records_stamped_with_an_offset_converge,
     a_page_out_of_key_order_fails_the_sync,
     records_never_modified_are_taken,
