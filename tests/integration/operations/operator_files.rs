@@ -1,8 +1,9 @@
 //! The operator's files under deploy/ held to what the service really exposes and to each
 //! other: every metric and label that an alerting rule (deploy/prometheus/rules.yml) or a
 //! dashboard panel (deploy/grafana/dashboard.json) names must be in a scrape of `/metrics`
-//! (the README tour's, see readme_tour.rs), and the reference deployment
-//! (deploy/compose.yaml) must parse and point at files that exist.
+//! (the README tour's, see readme_tour.rs); docs/operations.md's table of metrics must be that
+//! scrape's, family by family, with the labels and values it lists; and the reference
+//! deployment (deploy/compose.yaml) must parse and point at files that exist.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -233,6 +234,89 @@ pub fn operator_files_against(metrics: &BTreeMap<String, BTreeSet<String>>) -> V
     }
     assert!(count >= 20, "only {count} panel queries read");
     problems
+}
+
+/// A family of docs/operations.md's table of metrics.
+pub struct Documented {
+    pub name: String,
+    pub kind: String,
+    /// Each label with the values the parentheses after it list (none listed: any value).
+    pub labels: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The families of docs/operations.md's table of metrics: in the labels' cell, the words in
+/// backticks are label names, and those in the parentheses after a label are its values.
+pub fn documented_metrics() -> Vec<Documented> {
+    let text = read(&root().join("docs/operations.md"));
+    let mut families = Vec::new();
+    for row in text.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let [name, kind, cell, ..] = cells[..] else { continue };
+        if !["counter", "gauge", "histogram"].contains(&kind) {
+            continue;
+        }
+        let mut labels: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let (mut label, mut depth) = (String::new(), 0);
+        for (n, part) in cell.split('`').enumerate() {
+            if n % 2 == 0 {
+                depth += part.matches('(').count() as i32 - part.matches(')').count() as i32;
+            } else if depth == 0 {
+                label = part.to_string();
+                labels.entry(label.clone()).or_default();
+            } else {
+                labels.entry(label.clone()).or_default().insert(part.to_string());
+            }
+        }
+        families.push(Documented { name: name.trim_matches('`').to_string(), kind: kind.to_string(), labels });
+    }
+    families
+}
+
+/// Every difference between the documented families and a scrape's: a family documented but
+/// not exposed or the other way round, a documented label its samples lack, or a value of a
+/// label the table lists the values of that it does not list.
+pub fn documented_metrics_against(scrape: &str) -> Vec<String> {
+    let documented = documented_metrics();
+    assert!(documented.len() >= 20, "only {} families read from docs/operations.md", documented.len());
+    let metrics = exposed(scrape);
+    let mut problems = Vec::new();
+    let mut samples = BTreeSet::new();
+    for family in &documented {
+        let name = &family.name;
+        // A histogram's samples are its buckets, their sum and their count.
+        let suffixes: &[&str] = if family.kind == "histogram" { &["_bucket", "_sum", "_count"] } else { &[""] };
+        samples.extend(suffixes.iter().map(|suffix| format!("{name}{suffix}")));
+        let Some(exposed) = metrics.get(&format!("{name}{}", suffixes[0])) else {
+            problems.push(format!("docs/operations.md: {name} is not in the scrape"));
+            continue;
+        };
+        for (label, values) in &family.labels {
+            if !exposed.contains(label) {
+                problems.push(format!("docs/operations.md: {name} has no label {label}"));
+            }
+            for value in label_values(scrape, name, label).difference(values).filter(|_| !values.is_empty()) {
+                problems.push(format!("docs/operations.md: {name} has {label}=\"{value}\", which it does not list"));
+            }
+        }
+    }
+    for name in metrics.keys().filter(|n| !samples.contains(*n)) {
+        problems.push(format!("docs/operations.md does not document {name}"));
+    }
+    problems
+}
+
+/// The values the samples of `metric` (a histogram's buckets included) give `label`.
+fn label_values(scrape: &str, metric: &str, label: &str) -> BTreeSet<String> {
+    let mut values = BTreeSet::new();
+    for line in scrape.lines().filter(|l| l.starts_with(metric) && !l.starts_with('#')) {
+        let (name, rest) = line.split_at(line.find(['{', ' ']).unwrap_or(line.len()));
+        let own = name == metric || ["_bucket", "_sum", "_count"].iter().any(|s| name == format!("{metric}{s}"));
+        if own && rest.starts_with('{') {
+            let body = &rest[1..rest.rfind('}').expect("a closed label set")];
+            values.extend(label_matchers(body).into_iter().filter(|(name, _)| name == label).map(|(_, value)| value));
+        }
+    }
+    values
 }
 
 #[test]

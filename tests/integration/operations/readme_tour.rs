@@ -223,6 +223,9 @@ fn the_readme_tour_runs_as_written() {
     assert!(metrics.contains_key("integration_job_last_success_timestamp_seconds"), "{metrics:?}");
     let problems = super::operator_files::operator_files_against(&metrics);
     assert!(problems.is_empty(), "deploy/ names what the service does not expose:\n{}", problems.join("\n"));
+    // docs/operations.md's table of metrics is the scrape's, family by family.
+    let problems = super::operator_files::documented_metrics_against(&read(&dir.join("metrics.txt")));
+    assert!(problems.is_empty(), "docs/operations.md and /metrics differ:\n{}", problems.join("\n"));
 
     // The service ran on the tour's database under ./var, had the webhook registered, and was
     // stopped by the tour's last command.
