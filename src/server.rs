@@ -166,6 +166,7 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
         header_read_timeout: config.front.header_read_timeout,
         max_header_bytes: config.front.max_header_bytes,
         body_read_timeout: config.front.body_read_timeout,
+        send_timeout: config.front.send_timeout,
         departures,
         connections: front::connections::ConnectionLimits::new(
             config.front.max_connections,

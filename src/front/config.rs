@@ -31,6 +31,9 @@ pub struct FrontConfig {
     /// How long a client may take to send a whole request body, from the request's start
     /// (`BODY_READ_TIMEOUT_SECONDS`, default 30 s); a slower one is answered 408.
     pub body_read_timeout: Duration,
+    /// How long an answer may wait for its client to take any of it (`SEND_TIMEOUT_SECONDS`,
+    /// default 60 s); a client that takes none for longer is disconnected.
+    pub send_timeout: Duration,
     /// Open client connections at most, in total (`MAX_CONNECTIONS`, default 10,000) and from
     /// one address (`MAX_CONNECTIONS_PER_ADDRESS`, default 500); more are refused at once.
     pub max_connections: usize,
@@ -60,6 +63,7 @@ impl FrontConfig {
             .filter(|bytes| (1024..=1024 * 1024).contains(bytes))
             .ok_or_else(|| invalid("MAX_HEADER_BYTES", "must be between 1024 and 1048576"))?;
         let body_read_timeout = Duration::from_secs(raw.positive_u64("BODY_READ_TIMEOUT_SECONDS")?.unwrap_or(30));
+        let send_timeout = Duration::from_secs(raw.positive_u64("SEND_TIMEOUT_SECONDS")?.unwrap_or(60));
         let count = |name: &'static str, default: u64| -> Result<usize, ConfigError> {
             usize::try_from(raw.positive_u64(name)?.unwrap_or(default)).map_err(|_| invalid(name, "too large"))
         };
@@ -73,6 +77,7 @@ impl FrontConfig {
             header_read_timeout,
             max_header_bytes,
             body_read_timeout,
+            send_timeout,
             max_connections: count("MAX_CONNECTIONS", 10_000)?,
             max_connections_per_address: count("MAX_CONNECTIONS_PER_ADDRESS", 500)?,
         })

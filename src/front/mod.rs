@@ -7,7 +7,7 @@
 //! configured docs path ([`docs_path`]), enforces the body limit with 413, refuses internal
 //! paths from outside, stamps the request id into every error body, turns
 //! `retry_after_seconds` into `Retry-After`, cuts off clients that send headers or bodies too
-//! slowly, and writes one log line per request. With `TLS_CERT`/`TLS_KEY` it terminates TLS
+//! slowly or take their answers too slowly, and writes one log line per request. With `TLS_CERT`/`TLS_KEY` it terminates TLS
 //! first ([`tls`]).
 
 mod body;
@@ -19,6 +19,7 @@ pub mod docs_path;
 mod own_answers;
 mod routed_path;
 mod runs_to_end;
+mod send_deadline;
 mod slow_body;
 pub mod tls;
 
@@ -94,6 +95,9 @@ pub struct Front {
     pub max_header_bytes: usize,
     /// A request's whole body must arrive within this time of its start; later is 408.
     pub body_read_timeout: Duration,
+    /// An answer must leave within this time of its client last taking any of it; else the
+    /// connection is closed (see [`send_deadline`]).
+    pub send_timeout: Duration,
     pub connections: Arc<connections::ConnectionLimits>,
     /// Held calls whose client the front watches (see [`crate::stop`]).
     pub departures: Arc<crate::stop::Departures>,
@@ -233,6 +237,7 @@ impl Front {
                 "latency_ms" => "0.000", "request_id" => request_id, "client" => %peer.ip());
         });
         let stream = own_answers::OwnAnswers::new(stream, self.max_header_bytes, replaced);
+        let stream = send_deadline::SendDeadline::new(stream, self.send_timeout);
         let service = service_fn(move |req| self.clone().handle(req, peer, socket).map(answered));
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())

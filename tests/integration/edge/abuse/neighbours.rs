@@ -172,3 +172,52 @@ async fn the_token_is_checked_before_the_body_and_parsed_strictly() {
     assert!(body["errors"]["Period"].is_array() && body["errors"]["Lessee.Email"].is_array(), "{body}");
     svc.stop().await;
 }
+
+/// A client that asks for answers and never reads them (a "slow read": requests pipelined into
+/// a connection whose receive window stays shut) holds its connection, and the answer waiting
+/// to be sent, only until `SEND_TIMEOUT_SECONDS` pass without it taking any of it; then the
+/// connection is closed, short of the answers asked for, and its place given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_reads_no_answer_is_disconnected() {
+    let svc =
+        TestService::start(Db::Sqlite, &[("SEND_TIMEOUT_SECONDS", "1"), ("HEADER_READ_TIMEOUT_SECONDS", "60")]).await;
+    let before = open_connections(&svc).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(address(&svc)).await.unwrap();
+    // Eight copies of the document (about 1 MB each): more than the sockets' buffers hold.
+    let asked = 8;
+    stalled.write_all(&b"GET /docs/openapi.json HTTP/1.1\r\nhost: x\r\n\r\n".repeat(asked)).await.unwrap();
+    until_open_connections(&svc, "the stalled connection is counted", |open| open > before).await;
+    until_open_connections(&svc, "the stalled connection is closed", |open| open <= before).await;
+    let mut taken = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), stalled.read_to_end(&mut taken)).await;
+    assert!(matches!(read, Ok(Ok(_)) | Ok(Err(_))), "the connection was closed");
+    let answers = taken.windows(b"HTTP/1.1 200".len()).filter(|w| w == b"HTTP/1.1 200").count();
+    assert!(answers < asked, "closed before every answer was sent: {answers} of {asked}");
+    assert_eq!(svc.client.get(svc.url("/healthz")).checked().await.unwrap().status(), 200);
+    svc.stop().await;
+}
+
+/// `integration_service_client_connections`: the client connections open now, this one
+/// included. Asked on a connection of its own that is not kept, so that the asking leaves no
+/// connection behind.
+async fn open_connections(svc: &TestService) -> u64 {
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let metrics = client.get(svc.url("/metrics")).checked().await.unwrap().text().await.unwrap();
+    let line = metrics.lines().find(|line| line.starts_with("integration_service_client_connections "));
+    line.and_then(|line| line.rsplit(' ').next()?.parse().ok()).unwrap_or_else(|| panic!("{metrics}"))
+}
+
+/// Asks for the open connections until `holds` (at most 30 s).
+async fn until_open_connections(svc: &TestService, what: &str, holds: impl Fn(u64) -> bool) {
+    let started = std::time::Instant::now();
+    loop {
+        let open = open_connections(svc).await;
+        if holds(open) {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{what}: never happened ({open} open)");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
