@@ -34,14 +34,18 @@ pub struct FieldReportClient {
     metrics: CallRecorder,
 }
 
+/// What a key escapes in its path segment: all but RFC 3986's unreserved characters. Not a
+/// form's encoding, which writes a space `+`: in a path that is a plus, another key.
+const KEY_ESCAPED: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 /// How a record is addressed: `Companies(123L)` for numeric ids, `Companies('x')` otherwise.
 pub fn key_segment(set: &str, id: &str) -> String {
     if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
         format!("{set}({id}L)")
     } else {
         let quoted = id.replace('\'', "''");
-        let encoded: String = url::form_urlencoded::byte_serialize(quoted.as_bytes()).collect();
-        format!("{set}('{encoded}')")
+        format!("{set}('{}')", percent_encoding::utf8_percent_encode(&quoted, KEY_ESCAPED))
     }
 }
 
@@ -335,7 +339,16 @@ mod tests {
     #[test]
     fn keys_use_the_int64_suffix() {
         assert_eq!(key_segment("Companies", "123"), "Companies(123L)");
-        assert_eq!(key_segment("Companies", "a'b c"), "Companies('a%27%27b+c')");
+        assert_eq!(key_segment("Companies", "a'b c"), "Companies('a%27%27b%20c')");
+    }
+
+    /// A key is a path segment, not a form: a space is `%20` (a `+` in a path is a plus), and
+    /// the characters that would end the segment or the path are escaped.
+    #[test]
+    fn a_key_is_escaped_as_a_path_segment() {
+        assert_eq!(key_segment("Tags", "a+b c"), "Tags('a%2Bb%20c')");
+        assert_eq!(key_segment("Tags", "x/y?z#w%"), "Tags('x%2Fy%3Fz%23w%25')");
+        assert_eq!(key_segment("Tags", "Ä-1.2_~"), "Tags('%C3%84-1.2_~')");
     }
 
     #[test]
