@@ -43,7 +43,7 @@ pub struct Services {
     pub store: Store,
     pub auth: Authenticator,
     /// The service's OpenAPI document, as served.
-    pub openapi: Arc<String>,
+    pub openapi: bytes::Bytes,
     pub metrics: Arc<Metrics>,
     pub fieldreport: FieldReportService,
     pub erp: ErpService,
@@ -82,7 +82,7 @@ impl Services {
         let jobs = JobsService::new(store.clone(), fieldreport.clone(), erp.clone(), metrics.clone())
             .with_active_per_user(config.jobs.active_per_user)
             .with_per_minute_per_user(config.jobs.per_minute_per_user);
-        Ok(Services { store, auth, openapi: Arc::new(openapi), metrics, fieldreport, erp, leasing, jobs })
+        Ok(Services { store, auth, openapi: bytes::Bytes::from(openapi), metrics, fieldreport, erp, leasing, jobs })
     }
 }
 

@@ -59,7 +59,7 @@ pub async fn openapi_document(rqctx: RequestContext<ApiContext>) -> Result<Respo
         .status(200)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::CACHE_CONTROL, "no-cache")
-        .body(Body::from(rqctx.context().openapi.as_str().to_owned()))
+        .body(Body::from(rqctx.context().openapi.clone()))
         .map_err(ApiError::internal)
 }
 

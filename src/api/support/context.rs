@@ -13,8 +13,10 @@ use crate::store::Store;
 pub struct ApiContext {
     pub store: Store,
     pub auth: Authenticator,
-    /// The OpenAPI document as served, built once at start-up.
-    pub openapi: Arc<String>,
+    /// The OpenAPI document as served, built once at start-up and shared by every answer
+    /// that sends it (about 1 MB: a copy per answer held a megabyte per client that did not
+    /// read it, bench/HISTORY.md 2026-11-30).
+    pub openapi: bytes::Bytes,
     /// The API reference page over that document.
     pub docs_page: DocsPage,
     /// Factors of the inverse lease calculation.
