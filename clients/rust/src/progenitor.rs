@@ -618,7 +618,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub vat_id: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1155,7 +1155,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub title: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1412,7 +1412,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub number: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -1843,7 +1843,7 @@ pub mod types {
         ///Address the file can be downloaded from.
         #[serde(rename = "Uri", skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -5984,7 +5984,7 @@ pub mod types {
         ///VAT rate in percent.
         #[serde(rename = "VAT", skip_serializing_if = "::std::option::Option::is_none")]
         pub vat: ::std::option::Option<EdmNumber>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -6216,7 +6216,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub short_name: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -6421,7 +6421,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub unit_id: ::std::option::Option<EdmInt64>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -9137,7 +9137,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub vat_id: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
         ///Web site address.
@@ -9317,7 +9317,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub title: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -9428,7 +9428,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub number: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -9575,7 +9575,7 @@ pub mod types {
         ///Address the file can be downloaded from.
         #[serde(rename = "Uri", skip_serializing_if = "::std::option::Option::is_none")]
         pub uri: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -9716,7 +9716,7 @@ pub mod types {
         ///VAT rate in percent.
         #[serde(rename = "VAT", skip_serializing_if = "::std::option::Option::is_none")]
         pub vat: ::std::option::Option<EdmNumber>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -9827,7 +9827,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub short_name: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -9968,7 +9968,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub unit_id: ::std::option::Option<EdmInt64>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -10183,7 +10183,7 @@ pub mod types {
         ///Internal note.
         #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
         pub note: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -10294,7 +10294,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub validity_months: ::std::option::Option<i32>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -10465,7 +10465,7 @@ pub mod types {
         ///Tags attached to the object.
         #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
         pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
         ///When the warranty ends.
@@ -10696,7 +10696,7 @@ pub mod types {
         ///Kind of request, e.g. Maintenance, Repair, Installation.
         #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -10813,7 +10813,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub sort_order: ::std::option::Option<i32>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -11097,7 +11097,7 @@ pub mod types {
         ///Name of the tag.
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -11238,7 +11238,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_id: ::std::option::Option<EdmInt64>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -11391,7 +11391,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_name: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(rename = "Version")]
         pub version: i64,
     }
@@ -11740,7 +11740,7 @@ pub mod types {
         ///Internal note.
         #[serde(rename = "Note", skip_serializing_if = "::std::option::Option::is_none")]
         pub note: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -12078,7 +12078,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub validity_months: ::std::option::Option<i32>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -12581,7 +12581,7 @@ pub mod types {
         ///Tags attached to the object.
         #[serde(rename = "Tags", skip_serializing_if = "::std::option::Option::is_none")]
         pub tags: ::std::option::Option<::std::vec::Vec<Tag>>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -13047,7 +13047,7 @@ pub mod types {
         ///Kind of request, e.g. Maintenance, Repair, Installation.
         #[serde(rename = "Type", skip_serializing_if = "::std::option::Option::is_none")]
         pub type_: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -13530,7 +13530,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub sort_order: ::std::option::Option<i32>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -13951,7 +13951,7 @@ pub mod types {
         ///Name of the tag.
         #[serde(rename = "Name", skip_serializing_if = "::std::option::Option::is_none")]
         pub name: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -14300,7 +14300,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_id: ::std::option::Option<EdmInt64>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"
@@ -14708,7 +14708,7 @@ pub mod types {
             skip_serializing_if = "::std::option::Option::is_none"
         )]
         pub user_name: ::std::option::Option<::std::string::String>,
-        ///The record's version: 1 or more on a create; on an update, the version the client read.
+        ///The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
         #[serde(
             rename = "Version",
             skip_serializing_if = "::std::option::Option::is_none"

@@ -3343,7 +3343,7 @@ export interface components {
             VatId?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
             /** @description Web site address. */
@@ -3539,7 +3539,7 @@ export interface components {
             Title?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -3633,7 +3633,7 @@ export interface components {
             Number?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -3799,7 +3799,7 @@ export interface components {
             Uri?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -4394,7 +4394,7 @@ export interface components {
             VAT?: components["schemas"]["EdmNumber"] | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -4481,7 +4481,7 @@ export interface components {
             ShortName?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -4546,7 +4546,7 @@ export interface components {
             UnitId?: components["schemas"]["EdmInt64"] | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -4923,7 +4923,7 @@ export interface components {
             VatId?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
             /** @description Web site address. */
@@ -4973,7 +4973,7 @@ export interface components {
             Title?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -4999,7 +4999,7 @@ export interface components {
             Number?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5039,7 +5039,7 @@ export interface components {
             Uri?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5077,7 +5077,7 @@ export interface components {
             VAT?: components["schemas"]["EdmNumber"] | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5106,7 +5106,7 @@ export interface components {
             ShortName?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5142,7 +5142,7 @@ export interface components {
             UnitId?: components["schemas"]["EdmInt64"] | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5193,7 +5193,7 @@ export interface components {
             Note?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5222,7 +5222,7 @@ export interface components {
             ValidityMonths?: number | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5270,7 +5270,7 @@ export interface components {
             Tags?: components["schemas"]["Tag"][] | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
             /** @description When the warranty ends. */
@@ -5338,7 +5338,7 @@ export interface components {
             Type?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5369,7 +5369,7 @@ export interface components {
             SortOrder?: number | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5422,7 +5422,7 @@ export interface components {
             Name?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5461,7 +5461,7 @@ export interface components {
             UserId?: components["schemas"]["EdmInt64"] | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5501,7 +5501,7 @@ export interface components {
             UserName?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version: number;
         } & {
@@ -5652,7 +5652,7 @@ export interface components {
             Note?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -5814,7 +5814,7 @@ export interface components {
             ValidityMonths?: number | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -6038,7 +6038,7 @@ export interface components {
             Tags?: components["schemas"]["Tag"][] | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
             /** @description When the warranty ends. */
@@ -6201,7 +6201,7 @@ export interface components {
             Type?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -6367,7 +6367,7 @@ export interface components {
             SortOrder?: number | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -6606,7 +6606,7 @@ export interface components {
             Name?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -6735,7 +6735,7 @@ export interface components {
             UserId?: components["schemas"]["EdmInt64"] | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {
@@ -6852,7 +6852,7 @@ export interface components {
             UserName?: string | null;
             /**
              * Format: int64
-             * @description The record's version: 1 or more on a create; on an update, the version the client read.
+             * @description The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read.
              */
             Version?: number;
         } & {

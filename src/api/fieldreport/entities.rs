@@ -155,7 +155,7 @@ fn with_identity<E: MirroredEntity>(generator: &mut SchemaGenerator, description
             serde_json::from_value(json!({
                 "type": "integer",
                 "format": "int64",
-                "description": "The record's version: 1 or more on a create; on an update, the version the client read."
+                "description": "The record's version: on a create any integer, kept as given (each forwarded update adds 1); on an update, the version the client read."
             }))
             .expect("a valid schema"),
         ),

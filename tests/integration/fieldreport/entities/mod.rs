@@ -256,11 +256,28 @@ async fn updates_check_the_id_and_version_they_name(db: Db) {
     svc.stop().await;
 }
 
+/// A create keeps the `Version` it is given, whatever the integer (the owner's table: `Version`
+/// an integer, required), and the document promises no more than that.
+async fn a_create_keeps_any_integer_version(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let api = api(&svc).await;
+    for version in [0, -3, 1] {
+        let created =
+            api.create("/api/v1/fieldreport/tags", json!({"Id": format!("v{version}"), "Version": version})).await;
+        assert_eq!(created["data"]["Version"], version, "{created}");
+    }
+    let document: Value = serde_json::from_str(crate::common::DOCUMENT).expect("the document is JSON");
+    let said = &document["components"]["schemas"]["NewTags"]["properties"]["Version"]["description"];
+    assert!(!said.as_str().unwrap().contains("1 or more"), "the document refuses what is accepted: {said}");
+    svc.stop().await;
+}
+
 on_both_databases!(
     every_entity_supports_every_operation,
     updates_check_the_id_and_version_they_name,
     forwarded_updates_merge_bump_the_version_and_strip_system_fields,
     create_validates_id_and_version,
+    a_create_keeps_any_integer_version,
     lists_page_in_id_order,
     an_unconfigured_upstream_is_named,
 );
