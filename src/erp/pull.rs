@@ -302,6 +302,13 @@ impl ErpService {
         Ok(count)
     }
 
+    /// Whether record `id` left the mirror (or was found absent) since a fetch asked at
+    /// `asked_at`, by the clock of any instance (see [`CLOCK_MARGIN_MS`]).
+    pub(super) async fn removed_since(&self, info: &ModelInfo, asked_at: i64, id: &str) -> Result<bool, ErpError> {
+        let since = asked_at.saturating_sub(CLOCK_MARGIN_MS);
+        Ok(self.store().erp_removed_since(info.name, since).await?.iter().any(|removed| removed == id))
+    }
+
     /// After a page of a pull under `owner`'s lease: stops when asked to; else where the pull
     /// goes on (`next`; none once it has read everything), while it still holds its lease.
     async fn go_on(&self, info: &ModelInfo, owner: &str, next: Option<Position>) -> Result<Option<Position>, ErpError> {
