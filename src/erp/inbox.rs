@@ -183,9 +183,29 @@ impl ErpService {
     }
 
     /// One call: fetch, mirror, map. Answers a description of what it did.
+    ///
+    /// A delete processed while the fetch's answer was on its way (another instance's call for
+    /// the record, a pull) may have come after the ERP's reading: the record that answer
+    /// brought back is asked for once more, and leaves again when the ERP no longer has it.
     async fn process(&self, item: &InboxItem) -> Result<Value, ErpError> {
         let info = model_named(&item.entity_name)?;
         let id = item.entity_id.as_str();
+        let asked_at = now_ms();
+        let (mut mirror, mut field_report) = self.fetch_and_apply(info, id).await?;
+        if matches!(mirror, "inserted" | "updated" | "unchanged") && self.removed_since(info, asked_at, id).await? {
+            (mirror, field_report) = self.fetch_and_apply(info, id).await?;
+        }
+        Ok(json!({"mirror": mirror, "fieldReport": field_report}))
+    }
+
+    /// Fetches a record by id and mirrors and maps it, or removes it (with its mapped record)
+    /// when the ERP no longer has it: what the mirror did, and what was done to the mapped
+    /// record.
+    async fn fetch_and_apply(
+        &self,
+        info: &generated::erp::ModelInfo,
+        id: &str,
+    ) -> Result<(&'static str, Option<Value>), ErpError> {
         let fetched = self.client()?.get(info.name, id).await?;
         let mapping = mapping::mapping_for(info.name);
         let (mirror, field_report) = match fetched.and_then(erp_record) {
@@ -209,7 +229,7 @@ impl ErpService {
                 (if removed { "deleted" } else { "absent" }, field_report)
             }
         };
-        Ok(json!({"mirror": mirror, "fieldReport": field_report}))
+        Ok((mirror, field_report))
     }
 
     /// A record the ERP no longer has: it leaves the mirror, and its mapped field-report record

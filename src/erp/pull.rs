@@ -30,6 +30,7 @@ use crate::upstream::{System, UpstreamError};
 use crate::vocabulary::id_batches::IdBatches;
 
 mod position;
+mod refresh;
 
 pub(crate) use self::position::id_order;
 use self::position::{Position, check_filtered};
@@ -263,17 +264,26 @@ impl ErpService {
     }
 
     /// Confirms by id that the ERP no longer has a record before it leaves the mirror (it is
-    /// stored instead when the ERP has it after all); whether it was removed.
+    /// stored instead when the ERP has it after all); whether it was removed. A record that
+    /// left the mirror while the answer was on its way (a delete webhook processed meanwhile)
+    /// may have been read before the ERP deleted it: it is asked for once more.
     async fn confirm_absence(&self, info: &ModelInfo, id: &str, report: &mut PullReport) -> Result<bool, ErpError> {
-        match self.client()?.get(info.name, id).await?.and_then(erp_record) {
-            Some(record) => {
-                for outcome in self.store().erp_upsert(info.name, &[record]).await? {
-                    report.count(outcome);
-                }
-                Ok(false)
-            }
-            None => Ok(self.remove_gone(info, id).await?.0),
+        let asked_at = crate::store::now_ms();
+        let present = self.store_fetched(info, id, report).await?
+            && (!self.removed_since(info, asked_at, id).await? || self.store_fetched(info, id, report).await?);
+        match present {
+            true => Ok(false),
+            false => Ok(self.remove_gone(info, id).await?.0),
         }
+    }
+
+    /// Fetches a record by id and stores it; whether the ERP had it.
+    async fn store_fetched(&self, info: &ModelInfo, id: &str, report: &mut PullReport) -> Result<bool, ErpError> {
+        let Some(record) = self.client()?.get(info.name, id).await?.and_then(erp_record) else { return Ok(false) };
+        for outcome in self.store().erp_upsert(info.name, &[record]).await? {
+            report.count(outcome);
+        }
+        Ok(true)
     }
 
     /// After records read at the ERP from `asked_at` on were stored: one that left the mirror
@@ -300,6 +310,13 @@ impl ErpService {
             }
         }
         Ok(count)
+    }
+
+    /// Whether record `id` left the mirror (or was found absent) since a fetch asked at
+    /// `asked_at`, by the clock of any instance (see [`CLOCK_MARGIN_MS`]).
+    pub(super) async fn removed_since(&self, info: &ModelInfo, asked_at: i64, id: &str) -> Result<bool, ErpError> {
+        let since = asked_at.saturating_sub(CLOCK_MARGIN_MS);
+        Ok(self.store().erp_removed_since(info.name, since).await?.iter().any(|removed| removed == id))
     }
 
     /// After a page of a pull under `owner`'s lease: stops when asked to; else where the pull
@@ -461,34 +478,5 @@ impl ErpService {
             .filter(|m| m.records > 0)
             .filter_map(|m| generated::erp::model(&m.model))
             .collect())
-    }
-
-    /// Re-fetches one record by id: stored when the ERP has it, removed locally (with its mapped
-    /// field-report record) when not.
-    pub async fn refresh_one(&self, info: &ModelInfo, id: &str) -> Result<PullReport, ErpError> {
-        check_id(id)?;
-        let mut report = PullReport::new(info.name);
-        match self.client()?.get(info.name, id).await? {
-            Some(document) => {
-                report.fetched = 1;
-                let record = erp_record(document).ok_or_else(|| {
-                    ErpError::Upstream(crate::upstream::UpstreamError::Malformed {
-                        system: crate::upstream::System::Erp,
-                        detail: format!("{} {id} came without an id", info.name),
-                    })
-                })?;
-                for outcome in self.store().erp_upsert(info.name, &[record]).await? {
-                    report.count(outcome);
-                }
-            }
-            None => {
-                if self.remove_gone(info, id).await?.0 {
-                    report.removed = 1;
-                } else {
-                    return Err(ErpError::NotFound { model: info.name.into(), id: id.into() });
-                }
-            }
-        }
-        Ok(report)
     }
 }

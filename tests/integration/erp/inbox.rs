@@ -2,8 +2,8 @@
 //! wait together are processed with one fetch, and failed processing is retried, across a restart.
 
 use crate::common::Api;
-use crate::common::Db;
 use crate::common::contract::Checked;
+use crate::common::{Db, TestService, error_body};
 use integration_service::store::Dialect;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -120,6 +120,53 @@ async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
     let inbox = svc.get_json(&token, "/api/v1/erp/show").await["inbox"].clone();
     assert_eq!((inbox["done"].as_i64(), inbox["failed"].as_i64()), (Some(0), Some(1)), "{inbox}");
     svc.stop().await;
+}
+
+/// Two instances process the calls of one record at once: the first's fetch for an update
+/// call reads the customer at the ERP, the ERP deletes it, and the second processes the delete
+/// call before the first's answer arrives. The late answer must not bring the customer back
+/// (nor its mapped company): no later call names it, and an incremental pull never sees a
+/// deleted record. Postgres only (SQLite serves one instance).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_read_before_a_delete_another_instance_processed_is_undone() {
+    if std::env::var("TEST_POSTGRES_URL").is_err() {
+        eprintln!("skipped: TEST_POSTGRES_URL is not set");
+        return;
+    }
+    let (url, schema) = crate::common::fresh_database(Db::Postgres).await;
+    let (first, token) = {
+        let svc = TestService::start_on(url.clone(), schema, &guard_settings()).await;
+        let token = svc.user_token().await;
+        (svc, token)
+    };
+    let mut shared = guard_settings();
+    shared.extend([("ERP_BASE_URL", first.erp.as_str()), ("FIELDREPORT_BASE_URL", first.fieldreport.as_str())]);
+    let second = TestService::start_on(url, None, &shared).await;
+    let customer = |event: &str| json!({"entityName": "customer", "entityId": "5", "type": event});
+    processed(&first, &token, &customer("updated")).await;
+
+    let late = json!({"path_prefix": "/webapp/api/v1/customer/id/5", "status": 200, "answer_delay_ms": 3000});
+    erp_fault(&first, late).await;
+    let before = erp_calls(&first).await;
+    let update = accepted(webhook(&first).json(&customer("updated")).checked().await.unwrap()).await;
+    for _ in 0..500 {
+        if erp_calls(&first).await > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The update's fetch has read the customer and waits to be answered.
+    erp(&first, reqwest::Method::DELETE, "/customer/id/5", None).await;
+    let delete = accepted(webhook(&second).json(&customer("deleted")).checked().await.unwrap()).await;
+    let deleted = inbox_call(&first, &token, delete, "done").await;
+    assert_eq!(deleted["outcome"]["mirror"], "deleted", "{deleted}");
+    let updated = inbox_call(&first, &token, update, "done").await;
+    assert_eq!(updated["outcome"]["mirror"], "deleted", "the late answer was undone: {updated}");
+
+    error_body(first.get(&token, "/api/v1/erp/show/customer/5").await, 404).await;
+    error_body(first.get(&token, "/api/v1/fieldreport/companies/erp-customer-5").await, 404).await;
+    second.stop().await;
+    first.stop().await;
 }
 
 on_both_databases!(

@@ -19,10 +19,15 @@ const SECRET: &str = "hook-secret-123";
 const CUSTOMERS: [&str; 3] = ["5", "6", "7"];
 
 async fn start(db: Db, extra: &[(&str, &str)]) -> (TestService, String) {
-    let mut settings = vec![("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"), ("ERP_WEBHOOK_SECRET", SECRET)];
+    let mut settings = guard_settings();
     settings.extend_from_slice(extra);
     let (svc, token) = TestService::with_user(db, &settings).await;
     (svc, token)
+}
+
+/// The webhook guard's settings: calls from loopback carrying [`SECRET`].
+fn guard_settings() -> Vec<(&'static str, &'static str)> {
+    vec![("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"), ("ERP_WEBHOOK_SECRET", SECRET)]
 }
 
 /// A call to the ERP simulator's API.

@@ -93,6 +93,33 @@ async fn refreshing_a_record_the_erp_lost_removes_its_mapped_record(db: Db) {
     svc.stop().await;
 }
 
+/// Refreshing one record (`update/{model}/{id}`) whose answer is late: the ERP deletes the
+/// customer after reading it for the refresh, and the delete webhook removes it meanwhile. The
+/// late answer must not bring it back: no later call names it.
+async fn a_refresh_answered_after_a_delete_leaves_the_record_removed(db: Db) {
+    let (svc, token) = start_with_customer_5(db).await;
+    let late = json!({"path_prefix": "/webapp/api/v1/customer/id/5", "status": 200, "answer_delay_ms": 3000});
+    erp_fault(&svc, late).await;
+    let before = erp_calls(&svc).await;
+    let refresh = svc.get_json(&token, "/api/v1/erp/update/customer/5");
+    let meanwhile = async {
+        for _ in 0..500 {
+            if erp_calls(&svc).await > before {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The refresh has read the customer and waits to be answered.
+        erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
+        processed(&svc, &token, &json!({"entityName": "customer", "entityId": "5", "type": "deleted"})).await
+    };
+    let (refreshed, deleted) = tokio::join!(refresh, meanwhile);
+    assert_eq!(deleted["outcome"]["mirror"], "deleted", "{deleted}");
+    assert_eq!(refreshed["data"][0]["removed"], 1, "asked again and removed: {refreshed}");
+    error_body(svc.get(&token, "/api/v1/erp/show/customer/5").await, 404).await;
+    svc.stop().await;
+}
+
 /// A customer changed at the ERP while a full pull pages by id, after the pull read it: that
 /// pull is past its id, so the next incremental pull must bring the change. The full pull's
 /// cursor was the newest stamp it read, that of a customer changed later in the pull and read
@@ -159,6 +186,7 @@ on_both_databases!(
     a_record_deleted_while_a_pull_reads_it_stays_removed,
     a_record_created_and_deleted_while_a_pull_reads_it_is_not_stored,
     refreshing_a_record_the_erp_lost_removes_its_mapped_record,
+    a_refresh_answered_after_a_delete_leaves_the_record_removed,
     a_record_changed_during_a_full_pull_is_brought_by_the_next_pull,
     a_change_after_the_erp_clock_was_set_back_is_pulled
 );
