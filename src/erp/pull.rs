@@ -316,7 +316,7 @@ impl ErpService {
     /// `asked_at`, by the clock of any instance (see [`CLOCK_MARGIN_MS`]).
     pub(super) async fn removed_since(&self, info: &ModelInfo, asked_at: i64, id: &str) -> Result<bool, ErpError> {
         let since = asked_at.saturating_sub(CLOCK_MARGIN_MS);
-        Ok(self.store().erp_removed_since(info.name, since).await?.iter().any(|removed| removed == id))
+        Ok(self.store().erp_removed_since_one(info.name, id, since).await?)
     }
 
     /// After a page of a pull under `owner`'s lease: stops when asked to; else where the pull

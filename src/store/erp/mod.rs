@@ -234,6 +234,22 @@ impl Store {
         Ok(ids)
     }
 
+    /// Whether record `id` of a model was removed from the mirror, or found absent, at or after
+    /// `since`: [`Self::erp_removed_since`] for one record, asked by its id.
+    pub async fn erp_removed_since_one(&self, model: &str, id: &str, since: i64) -> Result<bool, StoreError> {
+        let found: Option<String> = sqlx::query_scalar(
+            "SELECT record_id FROM erp_absences WHERE model = $1 AND record_id = $2 AND noted_at >= $3 \
+             UNION ALL SELECT record_id FROM mirror_removals \
+               WHERE mirror = 'erp' AND entity = $1 AND record_id = $2 AND removed_at >= $3 LIMIT 1",
+        )
+        .bind(model)
+        .bind(id)
+        .bind(since)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(found.is_some())
+    }
+
     /// One page of a model's records ordered by id (numeric ids in numeric order), and the total.
     pub async fn erp_page(&self, model: &str, offset: i64, limit: i64) -> Result<(Vec<ErpRecord>, i64), StoreError> {
         let rows = sqlx::query(sql!(

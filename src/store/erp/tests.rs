@@ -109,3 +109,28 @@ async fn depths_and_the_overview_follow_the_calls() {
     })
     .await;
 }
+
+/// A record removed from the mirror, or found absent, since a moment is told by its id alone.
+#[tokio::test]
+async fn a_removal_since_a_moment_is_found_by_its_record() {
+    crate::store::testing::on_both_databases(async |store| {
+        let record = |id: &str| ErpRecord {
+            id: id.into(),
+            version: 1,
+            last_modified: 1,
+            document: json!({"id": id}),
+            pending_attributes: Vec::new(),
+        };
+        store.erp_upsert("party", &[record("1"), record("2")]).await.unwrap();
+        let before = crate::store::now_ms() - 1;
+        assert!(store.erp_delete("party", "1").await.unwrap());
+        assert!(!store.erp_delete("party", "7").await.unwrap(), "7 was never there: its absence is noted");
+        for (id, removed) in [("1", true), ("7", true), ("2", false), ("10", false)] {
+            assert_eq!(store.erp_removed_since_one("party", id, before).await.unwrap(), removed, "party {id}");
+        }
+        assert!(!store.erp_removed_since_one("article", "1", before).await.unwrap(), "another model's");
+        let later = crate::store::now_ms() + 60_000;
+        assert!(!store.erp_removed_since_one("party", "1", later).await.unwrap(), "removed before `since`");
+    })
+    .await;
+}
