@@ -271,10 +271,7 @@ impl ErpService {
         let asked_at = crate::store::now_ms();
         let present = self.store_fetched(info, id, report).await?
             && (!self.removed_since(info, asked_at, id).await? || self.store_fetched(info, id, report).await?);
-        match present {
-            true => Ok(false),
-            false => Ok(self.remove_gone(info, id).await?.0),
-        }
+        if present { Ok(false) } else { Ok(self.remove_gone(info, id).await?.0) }
     }
 
     /// Fetches a record by id and stores it; whether the ERP had it.
