@@ -3,8 +3,7 @@
 
 use serde_json::Value;
 
-use super::ErpRecord;
-use super::{COLUMNS, erp_record};
+use super::record::{COLUMNS, ErpRecord, erp_record};
 use crate::store::{Store, StoreError, now_ms};
 
 fn pending_text(pending: &[String]) -> Option<String> {

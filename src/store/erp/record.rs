@@ -1,0 +1,37 @@
+//! One mirrored ERP record as the store reads it from `erp_records`.
+
+use serde_json::Value;
+use sqlx::Row;
+
+use crate::store::StoreError;
+
+/// One mirrored ERP record: the whole document and the fields the mirror orders by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErpRecord {
+    pub id: String,
+    pub version: i64,
+    pub last_modified: i64,
+    pub document: Value,
+    /// Custom attribute definitions whose local values wait to be pushed to the ERP.
+    pub pending_attributes: Vec<String>,
+}
+
+pub(in crate::store) fn erp_record(row: &sqlx::any::AnyRow) -> Result<ErpRecord, StoreError> {
+    let json = |text: String| {
+        serde_json::from_str::<Value>(&text).map_err(|e| StoreError::Query(format!("stored document is not JSON: {e}")))
+    };
+    let pending: Option<String> = row.try_get("pending_attributes")?;
+    let pending_attributes = match pending {
+        Some(text) => serde_json::from_value(json(text)?).map_err(|e| StoreError::Query(e.to_string()))?,
+        None => Vec::new(),
+    };
+    Ok(ErpRecord {
+        id: row.try_get("record_id")?,
+        version: row.try_get("version")?,
+        last_modified: row.try_get("last_modified")?,
+        document: json(row.try_get("document")?)?,
+        pending_attributes,
+    })
+}
+
+pub(in crate::store) const COLUMNS: &str = "record_id, version, last_modified, document, pending_attributes";
