@@ -49,12 +49,7 @@ async fn waiting_calls_of_one_record_are_processed_with_one_fetch(db: Db) {
     erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/customer/id/6", "status": 200, "delay_ms": 5000})).await;
     let before = erp_calls(&svc).await;
     let first = accepted(webhook(&svc).json(&customer("6", "updated")).checked().await.unwrap()).await;
-    for _ in 0..500 {
-        if erp_calls(&svc).await > before {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    erp_called_past(&svc, before).await;
     assert_eq!(erp_calls(&svc).await, before + 1, "the worker is fetching the first call's record");
 
     let mut waiting = Vec::new();
@@ -149,12 +144,7 @@ async fn an_update_read_before_a_delete_another_instance_processed_is_undone() {
     erp_fault(&first, late).await;
     let before = erp_calls(&first).await;
     let update = accepted(webhook(&first).json(&customer("updated")).checked().await.unwrap()).await;
-    for _ in 0..500 {
-        if erp_calls(&first).await > before {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    erp_called_past(&first, before).await;
     // The update's fetch has read the customer and waits to be answered.
     erp(&first, reqwest::Method::DELETE, "/customer/id/5", None).await;
     let delete = accepted(webhook(&second).json(&customer("deleted")).checked().await.unwrap()).await;

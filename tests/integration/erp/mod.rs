@@ -64,6 +64,18 @@ async fn erp_calls(svc: &TestService) -> u64 {
     body["calls"].as_u64().unwrap()
 }
 
+/// Waits until the ERP simulator has received more than `calls` requests (a call the service
+/// is making, answered late, has reached it).
+async fn erp_called_past(svc: &TestService, calls: u64) {
+    for _ in 0..1000 {
+        if erp_calls(svc).await > calls {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the ERP simulator received no more than {calls} calls");
+}
+
 fn webhook(svc: &TestService) -> reqwest::RequestBuilder {
     svc.client.post(svc.url("/api/v1/erp/webhooks")).header("X-Webhook-Secret", SECRET)
 }

@@ -56,12 +56,7 @@ async fn delete_while_a_page_is_late(svc: &TestService, token: &str, id: &str) -
     let before = erp_calls(svc).await;
     let pull = svc.get_json(token, "/api/v1/erp/setup/customer");
     let meanwhile = async {
-        for _ in 0..500 {
-            if erp_calls(svc).await > before + 1 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        erp_called_past(svc, before + 1).await;
         // The page is read at the ERP (with the customer) and waits to be answered.
         tokio::time::sleep(Duration::from_millis(200)).await;
         erp(svc, reqwest::Method::DELETE, &format!("/customer/id/{id}"), None).await;
@@ -103,12 +98,7 @@ async fn a_refresh_answered_after_a_delete_leaves_the_record_removed(db: Db) {
     let before = erp_calls(&svc).await;
     let refresh = svc.get_json(&token, "/api/v1/erp/update/customer/5");
     let meanwhile = async {
-        for _ in 0..500 {
-            if erp_calls(&svc).await > before {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        erp_called_past(&svc, before).await;
         // The refresh has read the customer and waits to be answered.
         erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
         processed(&svc, &token, &json!({"entityName": "customer", "entityId": "5", "type": "deleted"})).await
