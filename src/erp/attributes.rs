@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::pull::{PullKind, erp_record};
 use super::{ErpError, ErpService, RecordError};
+use crate::store::erp::ErpRecord;
 use crate::upstream::UpstreamError;
 
 /// The ERP model holding the definitions.
@@ -62,6 +63,24 @@ pub struct AttributePushReport {
     pub conflicts: u64,
     pub failed: u64,
     pub errors: Vec<RecordError>,
+}
+
+/// A record's document and pending definitions with `definition` set to the string `value`;
+/// `None` when it already has that value.
+fn with_attribute(record: &ErpRecord, definition: &str, value: &str) -> Option<(Value, Vec<String>)> {
+    let mut document = record.document.clone();
+    let mut list: Vec<Value> = document.get("customAttributes").and_then(Value::as_array).cloned().unwrap_or_default();
+    match list.iter_mut().find(|v| definition_id(v) == Some(definition)) {
+        Some(entry) if entry.get("stringValue").and_then(Value::as_str) == Some(value) => return None,
+        Some(entry) => entry["stringValue"] = Value::String(value.to_string()),
+        None => list.push(json!({"attributeDefinitionId": definition, "stringValue": value})),
+    }
+    document["customAttributes"] = Value::Array(list);
+    let mut pending = record.pending_attributes.clone();
+    if !pending.iter().any(|p| p == definition) {
+        pending.push(definition.to_string());
+    }
+    Some((document, pending))
 }
 
 impl ErpService {
@@ -133,25 +152,10 @@ impl ErpService {
     /// Sets a string attribute on a mirrored record locally and marks it for a push; false
     /// when the value was already set.
     pub async fn set_attribute(&self, model: &str, id: &str, definition: &str, value: &str) -> Result<bool, ErpError> {
-        let record = self
-            .store()
-            .erp_get(model, id)
+        self.store()
+            .erp_edit_attributes(model, id, |record| with_attribute(record, definition, value))
             .await?
-            .ok_or_else(|| ErpError::NotFound { model: model.into(), id: id.into() })?;
-        let mut document = record.document.clone();
-        let mut list: Vec<Value> =
-            document.get("customAttributes").and_then(Value::as_array).cloned().unwrap_or_default();
-        match list.iter_mut().find(|v| definition_id(v) == Some(definition)) {
-            Some(entry) if entry.get("stringValue").and_then(Value::as_str) == Some(value) => return Ok(false),
-            Some(entry) => entry["stringValue"] = Value::String(value.to_string()),
-            None => list.push(json!({"attributeDefinitionId": definition, "stringValue": value})),
-        }
-        document["customAttributes"] = Value::Array(list);
-        let mut pending = record.pending_attributes.clone();
-        if !pending.iter().any(|p| p == definition) {
-            pending.push(definition.to_string());
-        }
-        Ok(self.store().erp_change_attributes(model, id, &document, &pending).await?)
+            .ok_or_else(|| ErpError::NotFound { model: model.into(), id: id.into() })
     }
 
     /// Pushes the pending values of a model (only records with a pending value of
@@ -186,9 +190,8 @@ impl ErpService {
             });
             match client.update_partial(info.name, &record.id, &body).await {
                 Ok(answer) => {
-                    let mut stored = erp_record(answer).unwrap_or_else(|| record.clone());
-                    stored.pending_attributes.clear();
-                    self.store().erp_attributes_pushed(info.name, &stored, &[]).await?;
+                    let answer = erp_record(answer);
+                    self.store().erp_attributes_pushed(info.name, &record, answer.as_ref()).await?;
                     report.pushed += 1;
                 }
                 Err(UpstreamError::Refused { status: 409, message, .. }) => {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::record::{COLUMNS, ErpRecord, erp_record};
-use crate::store::{Store, StoreError, now_ms};
+use crate::store::{Dialect, Store, StoreError, WriteTransaction, now_ms};
 
 fn pending_text(pending: &[String]) -> Option<String> {
     (!pending.is_empty()).then(|| Value::from(pending.to_vec()).to_string())
@@ -39,26 +39,69 @@ pub fn keep_pending_attributes(incoming: &mut Value, local: &Value, pending: &[S
     }
 }
 
+/// A definition's entry in a document's `customAttributes`.
+pub(super) fn entry<'a>(document: &'a Value, definition: &str) -> Option<&'a Value> {
+    let values = document.get("customAttributes").and_then(Value::as_array)?;
+    values.iter().find(|v| v.get("attributeDefinitionId").and_then(Value::as_str) == Some(definition))
+}
+
+/// What a record becomes once the ERP answered the push of `pushed` (the record as the push
+/// read it) with `answer` (the record as the ERP now has it, when it answered with one);
+/// `current` is the record as stored now. A definition whose value changed locally since the
+/// push read it stays pending, and its value is kept. The answer replaces the document unless
+/// a newer version was stored meanwhile (a pull of a later change at the ERP).
+pub fn settle_push(current: &ErpRecord, pushed: &ErpRecord, answer: Option<&ErpRecord>) -> ErpRecord {
+    let remaining: Vec<String> = current
+        .pending_attributes
+        .iter()
+        .filter(|d| {
+            !(pushed.pending_attributes.contains(d) && entry(&current.document, d) == entry(&pushed.document, d))
+        })
+        .cloned()
+        .collect();
+    let mut settled = current.clone();
+    if let Some(answer) = answer
+        && answer.version >= current.version
+    {
+        settled.document = answer.document.clone();
+        keep_pending_attributes(&mut settled.document, &current.document, &remaining);
+        settled.version = answer.version;
+        settled.last_modified = answer.last_modified;
+    }
+    settled.pending_attributes = remaining;
+    settled
+}
+
 impl Store {
-    /// Replaces a record's document with local custom attribute changes and marks those
-    /// definitions for a push.
-    pub async fn erp_change_attributes(
+    /// Changes a record's local custom attribute values: `edit` is given the stored record and
+    /// answers its new document and pending definitions, or `None` to leave it. Read and
+    /// written in one transaction with the record locked, so that neither a pull nor another
+    /// edit in between is undone. `None` when the record is not mirrored, else whether it
+    /// changed.
+    pub async fn erp_edit_attributes(
         &self,
         model: &str,
         id: &str,
-        document: &Value,
-        pending: &[String],
-    ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        edit: impl FnOnce(&ErpRecord) -> Option<(Value, Vec<String>)>,
+    ) -> Result<Option<bool>, StoreError> {
+        let mut tx = self.write_transaction().await?;
+        let Some(record) = self.locked_record(&mut tx, model, id).await? else {
+            return Ok(None);
+        };
+        let Some((document, pending)) = edit(&record) else {
+            return Ok(Some(false));
+        };
+        sqlx::query(
             "UPDATE erp_records SET document = $1, pending_attributes = $2 WHERE model = $3 AND record_id = $4",
         )
         .bind(document.to_string())
-        .bind(pending_text(pending))
+        .bind(pending_text(&pending))
         .bind(model)
         .bind(id)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        tx.commit().await?;
+        Ok(Some(true))
     }
 
     /// Records with custom attribute values waiting for a push.
@@ -73,26 +116,53 @@ impl Store {
         rows.iter().map(erp_record).collect()
     }
 
-    /// After a push the ERP's answer is the record, and `remaining` definitions still wait.
+    /// Settles a push of `pushed` that the ERP answered with `answer` against the record as
+    /// stored now ([`settle_push`]), in one transaction with the record locked. Nothing when
+    /// the record was removed meanwhile.
     pub async fn erp_attributes_pushed(
         &self,
         model: &str,
-        record: &ErpRecord,
-        remaining: &[String],
+        pushed: &ErpRecord,
+        answer: Option<&ErpRecord>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE erp_records SET version = $1, last_modified = $2, document = $3, pending_attributes = $4, pulled_at = $5 \
-             WHERE model = $6 AND record_id = $7",
-        )
-        .bind(record.version)
-        .bind(record.last_modified)
-        .bind(record.document.to_string())
-        .bind(pending_text(remaining))
-        .bind(now_ms())
-        .bind(model)
-        .bind(&record.id)
-        .execute(self.pool())
-        .await?;
+        let mut tx = self.write_transaction().await?;
+        let Some(current) = self.locked_record(&mut tx, model, &pushed.id).await? else {
+            return Ok(());
+        };
+        let settled = settle_push(&current, pushed, answer);
+        if settled != current {
+            sqlx::query(
+                "UPDATE erp_records SET version = $1, last_modified = $2, document = $3, pending_attributes = $4, \
+                 pulled_at = $5 WHERE model = $6 AND record_id = $7",
+            )
+            .bind(settled.version)
+            .bind(settled.last_modified)
+            .bind(settled.document.to_string())
+            .bind(pending_text(&settled.pending_attributes))
+            .bind(now_ms())
+            .bind(model)
+            .bind(&pushed.id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
         Ok(())
+    }
+
+    /// A record read for a change in `tx`: locked on Postgres until `tx` ends (SQLite's write
+    /// transaction holds the database).
+    async fn locked_record(
+        &self,
+        tx: &mut WriteTransaction,
+        model: &str,
+        id: &str,
+    ) -> Result<Option<ErpRecord>, StoreError> {
+        let lock = if self.dialect() == Dialect::Postgres { " FOR UPDATE" } else { "" };
+        let row = sqlx::query(sql!("SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND record_id = $2{lock}"))
+            .bind(model)
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        row.as_ref().map(erp_record).transpose()
     }
 }

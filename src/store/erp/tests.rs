@@ -1,3 +1,4 @@
+use super::attributes::settle_push;
 use super::inbox::claim_statement;
 use super::*;
 use serde_json::json;
@@ -131,6 +132,77 @@ async fn a_removal_since_a_moment_is_found_by_its_record() {
         assert!(!store.erp_removed_since_one("article", "1", before).await.unwrap(), "another model's");
         let later = crate::store::now_ms() + 60_000;
         assert!(!store.erp_removed_since_one("party", "1", later).await.unwrap(), "removed before `since`");
+    })
+    .await;
+}
+
+fn customer(version: i64, values: &[(&str, &str)], pending: &[&str]) -> ErpRecord {
+    let values: Vec<Value> =
+        values.iter().map(|(d, v)| json!({"attributeDefinitionId": d, "stringValue": v})).collect();
+    ErpRecord {
+        id: "5".into(),
+        version,
+        last_modified: version,
+        document: json!({"id": "5", "version": version.to_string(), "customAttributes": values}),
+        pending_attributes: pending.iter().map(|d| d.to_string()).collect(),
+    }
+}
+
+/// A push's answer settles only what the push carried: values set since it read the record
+/// stay (and stay pending), and a newer version stored meanwhile is not replaced by it.
+#[test]
+fn a_push_answer_settles_only_what_it_carried() {
+    let pushed = customer(1, &[("1", "a")], &["1"]);
+    let answer = customer(2, &[("1", "a")], &[]);
+    assert_eq!(settle_push(&pushed, &pushed, Some(&answer)), answer, "nothing changed meanwhile");
+    assert_eq!(settle_push(&pushed, &pushed, None), customer(1, &[("1", "a")], &[]), "no record answered");
+
+    let changed = customer(1, &[("1", "b")], &["1"]);
+    assert_eq!(settle_push(&changed, &pushed, Some(&answer)), customer(2, &[("1", "b")], &["1"]), "set again");
+
+    let other = customer(1, &[("1", "a"), ("2", "x")], &["1", "2"]);
+    let with_other = settle_push(&other, &pushed, Some(&answer));
+    assert_eq!(with_other, customer(2, &[("1", "a"), ("2", "x")], &["2"]), "another definition set meanwhile");
+
+    let newer = customer(3, &[("1", "a"), ("9", "erp")], &["1"]);
+    assert_eq!(settle_push(&newer, &pushed, Some(&answer)), customer(3, &[("1", "a"), ("9", "erp")], &[]), "pulled");
+}
+
+/// Local values set on one record at once, while pulls store newer versions of it, are all
+/// kept and all pending: each edit reads and writes the record in one locked transaction.
+#[tokio::test]
+async fn edits_of_one_record_at_once_lose_none() {
+    crate::store::testing::on_both_databases(async |store| {
+        store.erp_upsert("customer", &[customer(1, &[], &[])]).await.unwrap();
+        let definitions: Vec<String> = (0..24).map(|d| d.to_string()).collect();
+        let edits = definitions.iter().map(|definition| async move {
+            let edited = store.erp_edit_attributes("customer", "5", |record| {
+                let mut document = record.document.clone();
+                let entry = json!({"attributeDefinitionId": definition, "stringValue": "local"});
+                document["customAttributes"].as_array_mut().unwrap().push(entry);
+                let mut pending = record.pending_attributes.clone();
+                pending.push(definition.clone());
+                Some((document, pending))
+            });
+            assert_eq!(edited.await.unwrap(), Some(true));
+        });
+        let pulls = (2..8).map(|version| async move {
+            store.erp_upsert("customer", &[customer(version, &[("erp", "v")], &[])]).await.unwrap();
+        });
+        tokio::join!(futures::future::join_all(edits), futures::future::join_all(pulls));
+
+        let record = store.erp_get("customer", "5").await.unwrap().unwrap();
+        let mut pending = record.pending_attributes.clone();
+        pending.sort();
+        let mut expected = definitions.clone();
+        expected.sort();
+        assert_eq!(pending, expected, "{:?}", store.dialect());
+        for definition in &definitions {
+            let value = super::attributes::entry(&record.document, definition);
+            assert_eq!(value, Some(&json!({"attributeDefinitionId": definition, "stringValue": "local"})));
+        }
+        assert_eq!(record.version, 7, "the newest pull's version");
+        assert_eq!(store.erp_edit_attributes("customer", "6", |_| None).await.unwrap(), None, "not mirrored");
     })
     .await;
 }

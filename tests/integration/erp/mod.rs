@@ -2,6 +2,7 @@
 //! the helper routes, and registering the webhooks from the command line. Both databases. The
 //! fixtures the scenarios share are here.
 
+mod attribute_races;
 mod inbox;
 mod pull_races;
 mod routes;
