@@ -67,10 +67,17 @@ pub(super) fn last_key(page: &ODataPage) -> Option<Key> {
 /// counts; the stamp is their `DateOfCreation`. `None` for a page not so (an upstream that
 /// ignored the filter or the order: going on from its last record could skip others).
 pub(super) fn last_unmodified_key(page: &ODataPage) -> Option<Key> {
+    last_in_id_order(page, false)
+}
+
+/// The key of the last record of `page` when they are in ascending order of their numeric
+/// `Id`s, each with a `DateModified` or not as `stamped` allows (see [`last_unmodified_key`]);
+/// only the Id counts.
+pub(super) fn last_in_id_order(page: &ODataPage, stamped: bool) -> Option<Key> {
     let mut last: Option<Key> = None;
     for document in &page.records {
         let head = RecordHead::of(document.get())?;
-        if head.modified.as_ref().is_some_and(|modified| !modified.is_null()) {
+        if !stamped && head.modified.as_ref().is_some_and(|modified| !modified.is_null()) {
             return None;
         }
         let id = record_id(head.id.as_ref()?)?.parse::<i64>().ok()?;
@@ -80,6 +87,26 @@ pub(super) fn last_unmodified_key(page: &ODataPage) -> Option<Key> {
         last = Some((Stamp::parse(head.created.as_ref().and_then(Value::as_str).unwrap_or_default()), id));
     }
     last
+}
+
+/// Whether the records at the end of `page` stamped as its last key `last` (see [`last_key`])
+/// come in ascending Id order: else the server orders them by stamps finer than it writes,
+/// and the records of that stamp that it has not sent yet may have any Id.
+pub(super) fn last_stamp_in_id_order(page: &ODataPage, last: &Key) -> bool {
+    let mut after = None;
+    for document in page.records.iter().rev() {
+        let Some(head) = RecordHead::of(document.get()) else { continue };
+        let Some(modified) = head.modified.as_ref().and_then(Value::as_str).map(Stamp::parse) else { continue };
+        let Some(id) = head.id.as_ref().and_then(record_id).and_then(|id| id.parse::<i64>().ok()) else { continue };
+        if modified != last.0 {
+            return true;
+        }
+        if after.is_some_and(|after| id >= after) {
+            return false;
+        }
+        after = Some(id);
+    }
+    true
 }
 
 /// A page as a sync stores it: its records with what the sync reads of each (see
@@ -93,9 +120,11 @@ pub(super) struct ReadPage {
     /// The page's newest `DateModified`, a record never modified counting as modified when
     /// it was created (its `DateOfCreation`, when that is a timestamp).
     pub(super) newest: Option<Stamp>,
-    /// The page's greatest key (`DateModified`, `Id`): where the next query starts.
+    /// The key (`DateModified`, `Id`) of the page's last keyed record: where the next query
+    /// starts.
     pub(super) last_key: Option<Key>,
-    /// Whether each keyed record comes after the one before: the page is in key order.
+    /// Whether no keyed record is stamped before the one before it: the page is in key order
+    /// but for the Ids of records that share a stamp (see [`last_stamp_in_id_order`]).
     pub(super) in_key_order: bool,
 }
 
@@ -131,11 +160,10 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
         match head.and_then(|h| Some((record_id(h.id.as_ref()?)?, h))) {
             Some((id, head)) => {
                 if let (Some(modified), Ok(number)) = (&modified, id.parse::<i64>()) {
-                    if read.last_key.as_ref().is_none_or(|(stamp, last)| (modified, number) > (stamp, *last)) {
-                        read.last_key = Some((modified.clone(), number));
-                    } else {
+                    if read.last_key.as_ref().is_some_and(|(stamp, _)| modified < stamp) {
                         read.in_key_order = false;
                     }
+                    read.last_key = Some((modified.clone(), number));
                 }
                 let version = head.version.as_ref().and_then(super::service::version_number).unwrap_or(0);
                 let external_id = external_id(head.external_id.as_ref());

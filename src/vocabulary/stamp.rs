@@ -61,17 +61,42 @@ impl Stamp {
     /// refuses a fraction of more than seven, the digits of its ticks); a text that is no
     /// timestamp stays as it is.
     pub fn earlier_by(&self, by: Duration) -> Stamp {
+        self.shifted(-chrono::Duration::from_std(by).unwrap_or(chrono::Duration::MAX))
+    }
+
+    /// The stamp `by` later, written the way this one is (see [`Stamp::earlier_by`]).
+    pub fn later_by(&self, by: Duration) -> Stamp {
+        self.shifted(chrono::Duration::from_std(by).unwrap_or(chrono::Duration::MAX))
+    }
+
+    /// The unit of the text's last digit: a second without a fraction, a tenth for one digit,
+    /// and so on. A server that keeps its stamps finer than it writes them keeps a stamp it
+    /// writes `T` somewhere within a step of `T` (after it when it cuts the digits off, either
+    /// side when it rounds them); trailing zeros left out only make the step wider.
+    pub fn step(&self) -> Duration {
+        let digits = self.fraction_digits().min(9) as u32;
+        Duration::from_nanos(10u64.pow(9 - digits))
+    }
+
+    fn fraction_digits(&self) -> usize {
+        self.text.split_once('.').map_or(0, |(_, rest)| rest.bytes().take_while(u8::is_ascii_digit).count())
+    }
+
+    fn shifted(&self, by: chrono::Duration) -> Stamp {
         let Some(instant) = self.instant else { return self.clone() };
-        let earlier = instant - chrono::Duration::from_std(by).unwrap_or(chrono::Duration::MAX);
-        let digits =
-            self.text.split_once('.').map_or(0, |(_, rest)| rest.bytes().take_while(u8::is_ascii_digit).count());
+        let shifted = instant.checked_add_signed(by).unwrap_or(if by < chrono::Duration::zero() {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        });
+        let digits = self.fraction_digits();
         // Every digit the instant needs, should `by` have a finer fraction than the stamp.
-        let nanos = format!("{:09}", earlier.timestamp_subsec_nanos() % 1_000_000_000);
+        let nanos = format!("{:09}", shifted.timestamp_subsec_nanos() % 1_000_000_000);
         let fraction = &nanos[..digits.clamp(nanos.trim_end_matches('0').len(), 9)];
-        let seconds = earlier.naive_utc().format("%Y-%m-%dT%H:%M:%S");
+        let seconds = shifted.naive_utc().format("%Y-%m-%dT%H:%M:%S");
         let dot = if fraction.is_empty() { "" } else { "." };
         let zone = if self.zoned { "Z" } else { "" };
-        Stamp { text: format!("{seconds}{dot}{fraction}{zone}"), instant: Some(earlier), zoned: self.zoned }
+        Stamp { text: format!("{seconds}{dot}{fraction}{zone}"), instant: Some(shifted), zoned: self.zoned }
     }
 
     /// This stamp, or `instant` (to the second, written as this stamp is) when this one is
@@ -135,6 +160,17 @@ mod tests {
         let finer = Duration::from_millis(300_250);
         assert_eq!(Stamp::parse("2026-01-01T00:05:00Z").earlier_by(finer).text(), "2025-12-31T23:59:59.75Z");
         assert_eq!(Stamp::parse("x").earlier_by(by).text(), "x");
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00.1234567").later_by(by).text(), "2026-01-01T00:10:00.1234567");
+    }
+
+    #[test]
+    fn a_step_is_the_unit_of_the_last_digit() {
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00Z").step(), Duration::from_secs(1));
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00+02:00").step(), Duration::from_secs(1));
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00.12").step(), Duration::from_millis(10));
+        assert_eq!(Stamp::parse("2026-01-01T00:05:00.1234567Z").step(), Duration::from_nanos(100));
+        let at = Stamp::parse("2026-01-01T00:05:00.25Z");
+        assert_eq!(at.later_by(at.step()).text(), "2026-01-01T00:05:00.26Z");
     }
 
     #[test]

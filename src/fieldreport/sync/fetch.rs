@@ -4,7 +4,9 @@ use generated::fieldreport::EntityInfo;
 use tokio::sync::mpsc;
 
 use super::query::{From, Literal, query};
-use crate::fieldreport::page::{Key, ReadPage, last_key, last_unmodified_key, read_page};
+use crate::fieldreport::page::{
+    Key, ReadPage, last_in_id_order, last_key, last_stamp_in_id_order, last_unmodified_key, read_page,
+};
 use crate::fieldreport::service::FieldReportError;
 use crate::upstream::fieldreport::{FieldReportClient, ODataPage};
 use crate::upstream::{System, UpstreamError};
@@ -45,17 +47,25 @@ pub(super) async fn fetch_pages(
             }
         }
         let unmodified = matches!(from, From::Unmodified { .. });
+        let by_id = from.by_id();
+        // Records stamped as the query's own key, none after it: see `From::past_tie`.
+        let tied = |key: &Key| matches!(&from, From::After(at, _) if *at == key.0);
         let page = answer.and_then(|page| {
-            let last = if unmodified { last_unmodified_key(&page) } else { last_key(&page) };
+            let last = match &from {
+                From::Unmodified { .. } => last_unmodified_key(&page),
+                From::Tie { .. } => last_in_id_order(&page, true),
+                _ => last_key(&page),
+            };
             match &last {
                 _ if page.records.is_empty() => Ok((page, last)),
-                Some(key) if from.precedes(key) => Ok((page, last)),
-                _ if unmodified => Err(UpstreamError::Malformed {
+                Some(key) if from.precedes(key) || (!by_id && tied(key)) => Ok((page, last)),
+                _ if by_id => Err(UpstreamError::Malformed {
                     system: System::FieldReport,
                     detail: format!(
-                        "{} answered `{}` with records stamped, or not in ascending Id order after it",
+                        "{} answered `{}` with records {}not in ascending Id order after it",
                         info.set,
-                        from.filter(literal)
+                        from.filter(literal),
+                        if unmodified { "stamped, or " } else { "" }
                     ),
                 }),
                 _ => Err(malformed(info, format!("answered `{}` with no record after it", from.filter(literal)))),
@@ -63,17 +73,23 @@ pub(super) async fn fetch_pages(
         });
         let next = match &page {
             // A query that answers no record ends its part of the sync (the records never
-            // modified, then the others); the empty page is not one of its pages.
-            Ok((page, _)) if page.records.is_empty() => match from {
+            // modified, those of a tie, then the others); the empty page is not one of its
+            // pages.
+            Ok((page, _)) if page.records.is_empty() => match &from {
                 From::Unmodified { .. } => Some(from.modified()),
+                From::Tie { until, .. } => Some(From::Since(until.clone())),
                 _ => return,
             },
+            // The records of the page's last stamp that are still to come may have any Id.
+            Ok((page, Some(key))) if !by_id && (!from.precedes(key) || !last_stamp_in_id_order(page, key)) => {
+                Some(From::past_tie(&key.0))
+            }
             Ok((_, last)) => last.clone().map(|key| from.next(key)),
             Err(_) => None,
         };
-        // The records never modified have no key of the (`DateModified`, `Id`) order that
-        // `read_pages` checks.
-        let page = page.map(|(page, last)| (page, if unmodified { None } else { last }));
+        // The records read in Id order have no key of the (`DateModified`, `Id`) order that
+        // `read_pages` checks: their order was checked here.
+        let page = page.map(|(page, last)| (page, if by_id { None } else { last }));
         if !page.as_ref().is_ok_and(|(page, _)| page.records.is_empty()) && pages.send(page).await.is_err() {
             return;
         }
@@ -89,9 +105,10 @@ fn is_bad_request(answer: &Result<ODataPage, UpstreamError>) -> bool {
 }
 
 /// Reads each page [`fetch_pages`] sent (see [`read_page`]) and sends it on to `pages`; a page
-/// out of key order (a server that ignored `$orderby`: going on from its greatest key would
-/// skip the records before it that the page did not hold), or whose greatest key is not the
-/// one its query goes on from, is a failure, and the last item sent.
+/// of keyed records out of key order (a server that ignored `$orderby`: going on from its
+/// greatest key would skip the records before it that the page did not hold), or whose last
+/// key is not the one its query goes on from, is a failure, and the last item sent. A page
+/// read in Id order (sent without a key) was checked by [`fetch_pages`].
 pub(super) async fn read_pages(
     info: &'static EntityInfo,
     mut fetched: mpsc::Receiver<Result<(ODataPage, Option<Key>), UpstreamError>>,
@@ -100,7 +117,7 @@ pub(super) async fn read_pages(
     while let Some(page) = fetched.recv().await {
         let page = page.and_then(|(page, last)| {
             let read = read_page(page);
-            if read.in_key_order && read.last_key == last {
+            if last.is_none() || (read.in_key_order && read.last_key == last) {
                 Ok(read)
             } else {
                 Err(malformed(info, "answered records out of (DateModified, Id) order".to_string()))

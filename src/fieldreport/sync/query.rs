@@ -23,6 +23,9 @@ pub(super) enum From {
     Since(Stamp),
     /// Records after this key: the last key of the pages read so far.
     After(Stamp, i64),
+    /// Records stamped from `from` until before `until`, in Id order, with an Id above `above`:
+    /// a stamp that the key order cannot page through (see [`From::past_tie`]).
+    Tie { from: Stamp, until: Stamp, above: Option<i64> },
 }
 
 impl From {
@@ -51,7 +54,32 @@ impl From {
                 let at = stamp.literal(literal.0);
                 format!("DateModified gt {at} or (DateModified eq {at} and Id gt {id}L)")
             }
+            From::Tie { from, until, above } => {
+                let (from, until) = (from.literal(literal.0), until.literal(literal.0));
+                let mut filter = format!("DateModified ge {from} and DateModified lt {until}");
+                if let Some(above) = above {
+                    filter.push_str(&format!(" and Id gt {above}L"));
+                }
+                filter
+            }
         }
+    }
+
+    /// Where a sync goes on past the records stamped `at` when the key order cannot page
+    /// through them: all records stamped within a step of it (see [`Stamp::step`]), read by Id,
+    /// then those stamped later. A server that keeps finer stamps than it writes orders and
+    /// filters by the stamps it keeps: records it writes with the same `DateModified` are not in
+    /// Id order, and `DateModified gt T` holds for those of `T` already read, so that a
+    /// query after the last key of a page answers the same page again when more records
+    /// share its stamp than a page holds. Every record stamped before the step was read: they
+    /// come before the page's last record in the server's order.
+    pub(super) fn past_tie(at: &Stamp) -> From {
+        From::Tie { from: at.earlier_by(at.step()), until: at.later_by(at.step()), above: None }
+    }
+
+    /// Whether this query reads records in Id order (the key of its pages is the Id alone).
+    pub(super) fn by_id(&self) -> bool {
+        matches!(self, From::Unmodified { .. } | From::Tie { .. })
     }
 
     /// Whether the filter writes a stamp (whose form a server may refuse).
@@ -62,7 +90,7 @@ impl From {
     /// The order the query asks for.
     pub(super) fn order(&self) -> &'static str {
         match self {
-            From::Unmodified { .. } => "Id",
+            From::Unmodified { .. } | From::Tie { .. } => "Id",
             _ => "DateModified,Id",
         }
     }
@@ -80,6 +108,7 @@ impl From {
     pub(super) fn next(&self, key: Key) -> From {
         match self {
             From::Unmodified { since, .. } => From::Unmodified { since: since.clone(), above: Some(key.1) },
+            From::Tie { from, until, .. } => From::Tie { from: from.clone(), until: until.clone(), above: Some(key.1) },
             _ => From::After(key.0, key.1),
         }
     }
@@ -89,7 +118,7 @@ impl From {
     /// [`crate::fieldreport::page::last_unmodified_key`]).
     pub(super) fn precedes(&self, key: &(Stamp, i64)) -> bool {
         match self {
-            From::Unmodified { above, .. } => above.is_none_or(|above| key.1 > above),
+            From::Unmodified { above, .. } | From::Tie { above, .. } => above.is_none_or(|above| key.1 > above),
             From::Everything => true,
             From::Since(stamp) => key.0 >= *stamp,
             From::After(stamp, id) => (&key.0, key.1) > (stamp, *id),

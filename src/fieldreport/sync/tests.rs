@@ -149,3 +149,18 @@ fn a_page_of_records_never_modified_goes_on_from_its_last_id() {
     let stamped = page(&[r#"{"Id":"3"}"#, r#"{"Id":"7","DateModified":"2026-01-01T00:00:00"}"#]);
     assert!(crate::fieldreport::page::last_unmodified_key(&stamped).is_none());
 }
+
+/// Past a stamp that the key order cannot page through, a sync reads every record within a
+/// step of it by Id, then those stamped later.
+#[test]
+fn a_tie_is_read_by_id_within_a_step_of_its_stamp() {
+    let tie = From::past_tie(&Stamp::parse("2026-01-01T00:01:00"));
+    assert_eq!(
+        tie.filter(Literal::DESCRIBED),
+        "DateModified ge datetime'2026-01-01T00:00:59' and DateModified lt datetime'2026-01-01T00:01:01'"
+    );
+    assert_eq!(tie.order(), "Id");
+    let next = tie.next((Stamp::parse("2026-01-01T00:01:00"), 9));
+    assert!(next.filter(Literal(None)).ends_with(" and Id gt 9L"), "{next:?}");
+    assert!(next.precedes(&(Stamp::parse("2025-01-01T00:00:00"), 10)) && !next.precedes(&(Stamp::parse(""), 9)));
+}

@@ -30,6 +30,9 @@ struct Fake {
     unordered: std::sync::atomic::AtomicBool,
     /// Every empty page has a next link (see [`Links`]), for this many list requests more.
     links_on_empty: Mutex<Option<(Links, usize)>>,
+    /// The `DateModified` stored, by Id, where finer than the one shown: filtered and ordered
+    /// by, never served (a server that writes its stamps coarser than it keeps them).
+    finer: Mutex<BTreeMap<i64, String>>,
 }
 
 /// The next link of an empty page, at a server with a paging bug: two links that lead to each
@@ -87,17 +90,24 @@ impl Fake {
             },
         };
         let records = self.records.lock().unwrap();
-        let mut chosen: Vec<&Map<String, Value>> =
-            records.values().filter(|record| filter.as_ref().is_none_or(|f| f.matches(record))).collect();
+        let finer = self.finer.lock().unwrap();
+        // Each record as the server compares it (its stored stamp), beside the one it serves.
+        let kept = records.iter().map(|(id, record)| {
+            let mut kept = record.clone();
+            kept.extend(finer.get(id).map(|stamp| ("DateModified".to_string(), json!(stamp))));
+            (kept, record)
+        });
+        let mut chosen: Vec<_> = kept.filter(|(kept, _)| filter.as_ref().is_none_or(|f| f.matches(kept))).collect();
         let id = |record: &Map<String, Value>| record["Id"].as_str().unwrap().parse::<i64>().unwrap();
         // A record without a stamp sorts first, as null does in SQL Server's ascending order.
         let ordered = !self.unordered.load(std::sync::atomic::Ordering::Relaxed);
         if ordered && pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
-            chosen.sort_by_key(|record| (record["DateModified"].as_str().map(Stamp::parse), id(record)));
+            chosen.sort_by_key(|(kept, _)| (kept["DateModified"].as_str().map(Stamp::parse), id(kept)));
         }
+        let chosen = chosen.into_iter().map(|(_, served)| served);
         let number = |name: &str, default: usize| pairs.get(name).map_or(default, |n| n.parse().unwrap());
         let (skip, top) = (number("$skip", 0), number("$top", usize::MAX));
-        let rest: Vec<_> = chosen.into_iter().skip(skip).take(top).collect();
+        let rest: Vec<_> = chosen.skip(skip).take(top).collect();
         let hidden = self.hidden.lock().unwrap();
         let page: Vec<Value> = rest
             .iter()
@@ -393,7 +403,30 @@ async fn empty_pages_linking_onward_for_ever_end_the_sync(db: Db) {
     svc.stop().await;
 }
 
+/// A server that keeps finer stamps than it writes (ticks kept, whole seconds served) filters
+/// and orders by the stamps it keeps: among records served with the same `DateModified`, the
+/// order is not by Id, and `DateModified gt T` holds for the records of `T` already read.
+/// Twenty-five records share a second, more than a page holds, kept in Id order and then in
+/// the reverse: every sync completes and the mirror equals the server.
+async fn a_server_keeping_finer_stamps_than_it_serves_is_synced_whole(db: Db) {
+    let fake = Fake::seeded(40, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 40).await;
+    for (order, version) in [(1, 2), (-1, 3)] {
+        for id in 1001..1026 {
+            fake.put(id, version, "2026-01-01T00:01:00");
+            let tick = 5_000_000 + order * (id - 1013) * 1_000;
+            fake.finer.lock().unwrap().insert(id, format!("2026-01-01T00:01:00.{tick:07}"));
+        }
+        let (status, next) = sync(&svc, &token, "").await;
+        assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(25)), "{next}");
+        assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    }
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_server_keeping_finer_stamps_than_it_serves_is_synced_whole,
     empty_pages_linking_to_each_other_end_the_sync,
     empty_pages_linking_onward_for_ever_end_the_sync,
     full_metadata_records_stamped_with_an_offset_converge,
