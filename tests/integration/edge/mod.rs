@@ -7,6 +7,7 @@ mod auth;
 mod client;
 mod declared_answers;
 mod docs_page;
+mod document_validator;
 mod examples;
 mod generated_clients;
 mod http;
