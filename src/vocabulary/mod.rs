@@ -18,3 +18,4 @@ pub mod settings;
 pub mod stamp;
 #[cfg(test)]
 pub mod strategies;
+pub mod unique_keys;

@@ -27,6 +27,7 @@ use crate::api::support::guard::{BearerToken, needs};
 use crate::api::support::paging::{Cursor, NextPage, Paging};
 pub use crate::api::support::paging::{PageMeta, PageQuery};
 use crate::error::ApiError;
+use crate::vocabulary::unique_keys::UniqueKeys;
 
 /// A record of entity set `E`: passed through whole, documented as the set's model under the
 /// model's name (e.g. `Company`), so that a record and a nested one (`Contact.Company`) are one
@@ -91,7 +92,7 @@ pub struct NewRecord<E>(pub Value, PhantomData<fn() -> E>);
 
 impl<'de, E> Deserialize<'de> for NewRecord<E> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(|value| NewRecord(value, PhantomData))
+        UniqueKeys::deserialize(d).map(|UniqueKeys(value)| NewRecord(value, PhantomData))
     }
 }
 
@@ -115,7 +116,7 @@ pub struct RecordUpdate<E>(pub Value, PhantomData<fn() -> E>);
 
 impl<'de, E> Deserialize<'de> for RecordUpdate<E> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(|value| RecordUpdate(value, PhantomData))
+        UniqueKeys::deserialize(d).map(|UniqueKeys(value)| RecordUpdate(value, PhantomData))
     }
 }
 

@@ -2,13 +2,16 @@
 //!
 //! Provider-shaped payloads keep every field a client sends (unknown ones included) and are
 //! validated by the domain with messages per field, so they travel as `serde_json::Value`;
-//! [`Documented<T>`] gives such a value the schema of `T` in the OpenAPI document.
+//! [`Documented<T>`] gives such a value the schema of `T` in the OpenAPI document. A key named
+//! twice in an object is refused, as a typed body refuses it ([`UniqueKeys`]).
 
 use std::marker::PhantomData;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+
+use crate::vocabulary::unique_keys::UniqueKeys;
 
 pub struct Documented<T>(pub Value, PhantomData<fn() -> T>);
 
@@ -24,7 +27,7 @@ impl<T> Documented<T> {
 
 impl<'de, T> Deserialize<'de> for Documented<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Value::deserialize(deserializer).map(Documented::new)
+        UniqueKeys::deserialize(deserializer).map(|UniqueKeys(value)| Documented::new(value))
     }
 }
 

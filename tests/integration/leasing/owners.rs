@@ -7,7 +7,7 @@ use crate::common::{Api, JsonAnswer};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Db, TestService, error_body, leasing_request};
+use crate::common::{Db, TestService, clear_faults, error_body, leasing_request};
 
 async fn create(svc: &TestService, token: &str, company: &str) -> String {
     let created = svc.post(token, "/api/v1/leasing", leasing_request(company)).await;
@@ -77,4 +77,44 @@ async fn financing_requests_belong_to_their_creator(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(financing_requests_belong_to_their_creator);
+/// The provider's ids are UUIDs, one id in any case (RFC 9562); a provider that reads them so
+/// answers `ABC…` with the request `abc…`. Another user who spells Alice's id in upper or mixed
+/// case is refused as for the id itself, before the provider is asked (the owner was looked up
+/// by the exact spelling, found none and let the call through); Alice reaches her request in
+/// any spelling.
+async fn a_financing_request_is_its_creators_in_any_case(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let alice = svc.user_token().await;
+    let (bob, _) = svc.bob_and_root().await;
+    let alices = create(&svc, &alice, "Alice GmbH").await;
+    let read: Value = svc.get_json(&alice, &format!("/api/v1/leasing/{alices}")).await;
+    let upper = alices.to_uppercase();
+    assert_ne!(upper, alices, "a UUID has letters");
+    let as_the_provider_reads_it =
+        json!({"path_prefix": format!("/basic/v1/requests/{upper}"), "status": 200, "body": read["data"].to_string()});
+
+    svc.leasing_fault(as_the_provider_reads_it.clone()).await;
+    let answer = svc.get(&bob, &format!("/api/v1/leasing/{upper}")).await;
+    let body = error_body(answer, 404).await;
+    assert_eq!(body["error_code"], "not_found", "{body}");
+    clear_faults(&svc.client, &svc.leasing).await;
+
+    let mixed: String =
+        alices.chars().enumerate().map(|(i, c)| if i % 2 == 0 { c.to_ascii_uppercase() } else { c }).collect();
+    let provider_calls = svc.provider_request_count().await;
+    for spelling in [&upper, &mixed] {
+        for (method, path, body) in routes(spelling) {
+            let answer = svc.call(&bob, method.clone(), &path, body).await;
+            let body = error_body(answer, 404).await;
+            assert_eq!(body["error_code"], "not_found", "{method} {path}: {body}");
+        }
+    }
+    assert_eq!(svc.provider_request_count().await, provider_calls, "nothing was asked of the provider for bob");
+
+    svc.leasing_fault(as_the_provider_reads_it).await;
+    let own: Value = svc.get_json(&alice, &format!("/api/v1/leasing/{upper}")).await;
+    assert_eq!(own["data"]["FinancingId"], alices.as_str(), "{own}");
+    svc.stop().await;
+}
+
+on_both_databases!(financing_requests_belong_to_their_creator, a_financing_request_is_its_creators_in_any_case);

@@ -1,5 +1,6 @@
 //! What callers can make the service store, and show: bounded login digests, secrets masked in
-//! mirrored ERP records, nothing after a JSON body, and what one user may store bounded.
+//! mirrored ERP records, nothing after a JSON body and no key twice in it, and what one user may
+//! store bounded.
 
 use crate::common::contract::Checked;
 use crate::common::{Api, JsonAnswer};
@@ -121,6 +122,27 @@ async fn erp_refreshes_by_value_never_confirm_a_secret() {
     svc.stop().await;
 }
 
+/// Every operation of the served document that takes a JSON body: its method, its path, the
+/// path with its parameters filled in with values of the right shape (the body is read
+/// first), and a sample body.
+fn operations_with_a_body(doc: &Value) -> Vec<(reqwest::Method, String, String, Value)> {
+    let mut found = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let Some(schema) = op.pointer("/requestBody/content/application~1json/schema") else { continue };
+            let concrete: String = path
+                .split('/')
+                .map(|segment| if segment.starts_with('{') { "1" } else { segment })
+                .collect::<Vec<_>>()
+                .join("/");
+            let method = reqwest::Method::from_str(&method.to_uppercase()).unwrap();
+            found.push((method, path.clone(), concrete, sample(doc, schema, 0)));
+        }
+    }
+    assert!(found.len() >= 10, "only {} operations take a body", found.len());
+    found
+}
+
 /// A body with anything but whitespace after its JSON value is refused with 400 naming the
 /// position, on every operation that takes a body: a proxy that reads such a body otherwise
 /// would see another request than the service. Whitespace after the value is fine.
@@ -129,31 +151,18 @@ async fn trailing_data_after_a_json_body_is_400_on_every_route() {
     let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
     let token = svc.user_token().await;
     let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).json_value().await;
-    let mut probed = 0;
-    for (path, item) in doc["paths"].as_object().unwrap() {
-        for (method, op) in item.as_object().unwrap() {
-            let Some(schema) = op.pointer("/requestBody/content/application~1json/schema") else { continue };
-            let body = sample(&doc, schema, 0).to_string();
-            // Path parameters filled in with values of the right shape: the body is read first.
-            let concrete: String = path
-                .split('/')
-                .map(|segment| if segment.starts_with('{') { "1" } else { segment })
-                .collect::<Vec<_>>()
-                .join("/");
-            let method = reqwest::Method::from_str(&method.to_uppercase()).unwrap();
-            for trailing in [format!("{body} garbage"), format!("{body}{body}"), format!("{body}\n]")] {
-                let answer = svc.send_raw(Some(&token), method.clone(), &concrete, trailing.clone()).await;
-                let error = error_body(answer, 400).await;
-                let message = error["message"].as_str().unwrap();
-                assert!(
-                    message.contains("trailing characters") && message.contains("column"),
-                    "{method} {path} with {trailing:?}: {error}"
-                );
-            }
-            probed += 1;
+    for (method, path, concrete, body) in operations_with_a_body(&doc) {
+        let body = body.to_string();
+        for trailing in [format!("{body} garbage"), format!("{body}{body}"), format!("{body}\n]")] {
+            let answer = svc.send_raw(Some(&token), method.clone(), &concrete, trailing.clone()).await;
+            let error = error_body(answer, 400).await;
+            let message = error["message"].as_str().unwrap();
+            assert!(
+                message.contains("trailing characters") && message.contains("column"),
+                "{method} {path} with {trailing:?}: {error}"
+            );
         }
     }
-    assert!(probed >= 10, "only {probed} operations take a body");
     // Whitespace after the value is no trailing data.
     let login = svc
         .client
@@ -164,6 +173,38 @@ async fn trailing_data_after_a_json_body_is_400_on_every_route() {
         .await
         .unwrap();
     assert_eq!(login.status(), 200);
+    svc.stop().await;
+}
+
+/// A JSON object that names a key twice is refused with 400 on every operation that takes a
+/// body, as the typed bodies and the query strings refused it already: the bodies passed on
+/// as they came (provider payloads, field-report records, the webhook) kept the last value,
+/// where a proxy or firewall that reads the first would have seen another request. The same
+/// key in two objects is fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_named_twice_in_a_json_body_is_400_on_every_route() {
+    let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
+    let token = svc.user_token().await;
+    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).json_value().await;
+    for (method, path, concrete, body) in operations_with_a_body(&doc) {
+        let Some((key, value)) = body.as_object().and_then(|fields| fields.iter().next()) else { continue };
+        let twice = format!("{{{}:{value},{}", json!(key), &body.to_string()[1..]);
+        let answer = svc.send_raw(Some(&token), method.clone(), &concrete, twice.clone()).await;
+        let error = error_body(answer, 400).await;
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains("duplicate field"), "{method} {path} with {twice}: {error}");
+    }
+    // Inside a record or a payload too; the same key in two objects is no duplicate.
+    let post = reqwest::Method::POST;
+    let nested = r#"{"Id":"t-1","Version":1,"A":{"k":1,"k":2}}"#.to_string();
+    let nested = svc.send_raw(Some(&token), post.clone(), "/api/v1/fieldreport/tags", nested).await;
+    assert!(error_body(nested, 400).await["message"].as_str().unwrap().contains("duplicate field `k`"));
+    let lessee = r#"{"Lessee":{"CompanyName":"A GmbH","CompanyName":"B GmbH"}}"#.to_string();
+    let lessee = svc.send_raw(Some(&token), post.clone(), "/api/v1/leasing", lessee).await;
+    assert!(error_body(lessee, 400).await["message"].as_str().unwrap().contains("duplicate field `CompanyName`"));
+    let apart = r#"{"Id":"t-2","Version":1,"A":{"k":1},"B":{"k":1}}"#.to_string();
+    let apart = svc.send_raw(Some(&token), post, "/api/v1/fieldreport/tags", apart).await;
+    assert_eq!(apart.status(), 201, "one key in two objects");
     svc.stop().await;
 }
 
