@@ -123,7 +123,7 @@ impl Store {
     }
 
     /// Removes the records of `entity` that have a tombstone (a sync that ran while they were
-    /// deleted may have stored them again); their ids.
+    /// deleted may have stored them again), a thousand a statement; their ids.
     pub async fn mirror_purge_tombstoned(&self, entity: &str) -> Result<Vec<String>, StoreError> {
         let tombstones = self.mirror_tombstones(entity).await?;
         if tombstones.is_empty() {
@@ -132,12 +132,7 @@ impl Store {
         let mut purged = Vec::new();
         let outcome = async {
             let mut tx = self.write_transaction().await?;
-            super::reconcile::lock_named_records(&mut tx, self.dialect(), entity, &tombstones).await?;
-            for id in &tombstones {
-                if sqlx::query(DELETE_RECORD).bind(entity).bind(id).execute(&mut *tx).await?.rows_affected() == 1 {
-                    purged.push(id.clone());
-                }
-            }
+            purged = super::reconcile::remove_named(&mut tx, self.dialect(), entity, &tombstones, None).await?;
             tx.commit().await?;
             Ok::<_, StoreError>(!purged.is_empty())
         }
@@ -147,3 +142,6 @@ impl Store {
         Ok(purged)
     }
 }
+
+#[cfg(test)]
+mod tests;

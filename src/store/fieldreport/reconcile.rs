@@ -28,6 +28,15 @@ const REMOVE_GONE_POSTGRES: &str = "DELETE FROM fieldreport_records r \
      WHERE r.entity = $1 AND LENGTH(r.record_id) = LENGTH(gone.id) AND r.record_id = gone.id \
        AND r.pending_push IS NULL AND r.updated_at < $3 \
      RETURNING r.record_id";
+/// [`REMOVE_GONE_SQLITE`] and [`REMOVE_GONE_POSTGRES`] whatever the records' state: a sync's
+/// purge of the records that have a tombstone.
+const REMOVE_NAMED_SQLITE: &str = "DELETE FROM fieldreport_records \
+     WHERE entity = $1 AND (LENGTH(record_id), record_id) IN (SELECT LENGTH(value), value FROM json_each($2)) \
+     RETURNING record_id";
+const REMOVE_NAMED_POSTGRES: &str = "DELETE FROM fieldreport_records r \
+     USING (SELECT jsonb_array_elements_text($2::jsonb) AS id) AS named \
+     WHERE r.entity = $1 AND LENGTH(r.record_id) = LENGTH(named.id) AND r.record_id = named.id \
+     RETURNING r.record_id";
 /// Ids a removal statement names at most.
 const REMOVE_GONE_CHUNK: usize = 1_000;
 /// Postgres: locks the records of set `$1` named in the JSON array `$2`, in key order.
@@ -56,6 +65,43 @@ pub(in crate::store) async fn lock_named_records(
         sqlx::query(LOCK_NAMED_POSTGRES).bind(entity).bind(named).execute(&mut *tx).await?;
     }
     Ok(())
+}
+
+/// Removes the records of `entity` named in `ids`, a thousand a statement, after locking them
+/// ([`lock_named_records`]): with `written_before`, only those with no pending push last written
+/// before it (a reconcile); without, whatever their state (a purge). The ids removed.
+///
+/// Never one statement a record: on Postgres each statement that removes records updates the
+/// set's `mirror_feed` and count rows (migrations 0010, 0031), and a row updated again in one
+/// transaction costs more with every version it left, so one a record cost the square of the
+/// records (bench/HISTORY.md, 2026-11-29 and 2026-11-30).
+pub(in crate::store) async fn remove_named(
+    tx: &mut sqlx::AnyConnection,
+    dialect: crate::store::Dialect,
+    entity: &str,
+    ids: &[String],
+    written_before: Option<i64>,
+) -> Result<Vec<String>, StoreError> {
+    use crate::store::Dialect::{Postgres, Sqlite};
+    let statement = match (dialect, written_before.is_some()) {
+        (Sqlite, true) => REMOVE_GONE_SQLITE,
+        (Postgres, true) => REMOVE_GONE_POSTGRES,
+        (Sqlite, false) => REMOVE_NAMED_SQLITE,
+        (Postgres, false) => REMOVE_NAMED_POSTGRES,
+    };
+    lock_named_records(&mut *tx, dialect, entity, ids).await?;
+    let mut removed = Vec::new();
+    for chunk in ids.chunks(REMOVE_GONE_CHUNK) {
+        let named = serde_json::to_string(chunk).map_err(|e| StoreError::Query(e.to_string()))?;
+        let mut query = sqlx::query(statement).bind(entity).bind(named);
+        if let Some(before_ms) = written_before {
+            query = query.bind(before_ms);
+        }
+        for row in &query.fetch_all(&mut *tx).await? {
+            removed.push(row.try_get::<String, _>("record_id")?);
+        }
+    }
+    Ok(removed)
 }
 
 /// A record of the mirror, as a reconciling sync compares it.
@@ -100,19 +146,8 @@ impl Store {
         }
         let mut removed = Vec::new();
         let outcome = async {
-            let statement = match self.dialect() {
-                crate::store::Dialect::Sqlite => REMOVE_GONE_SQLITE,
-                crate::store::Dialect::Postgres => REMOVE_GONE_POSTGRES,
-            };
             let mut tx = self.write_transaction().await?;
-            lock_named_records(&mut tx, self.dialect(), entity, ids).await?;
-            for chunk in ids.chunks(REMOVE_GONE_CHUNK) {
-                let named = serde_json::to_string(chunk).map_err(|e| StoreError::Query(e.to_string()))?;
-                let rows = sqlx::query(statement).bind(entity).bind(named).bind(before_ms).fetch_all(&mut *tx).await?;
-                for row in &rows {
-                    removed.push(row.try_get::<String, _>("record_id")?);
-                }
-            }
+            removed = remove_named(&mut tx, self.dialect(), entity, ids, Some(before_ms)).await?;
             tx.commit().await?;
             Ok::<_, StoreError>(!removed.is_empty())
         }
