@@ -46357,7 +46357,7 @@ impl ClientHooks<()> for &Client {}
 impl Client {
     /**Changes of an ERP model
 
-What changed in the local mirror's records of `model` since a position, in the order it was stored: each record written (pulled, received by webhook, its attributes changed) as it is now, secrets masked, and the id of each record removed. Without `since`, from the start: every record the model holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the model (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the model again.
+What changed in the local mirror's records of `model` since a position, in the order it was stored: each record written (pulled, received by webhook, its attributes changed) as it is now, secrets masked, and the id of each record removed. Without `since`, from the start: every record the model holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the model with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the model again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `erp` (login tokens hold every ability, `*`).
 
@@ -46828,7 +46828,7 @@ let response = client.fieldreport_companies_create()
     }
     /**Changes of Companies
 
-What changed in the local mirror's Companies since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's Companies since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47001,7 +47001,7 @@ let response = client.fieldreport_contacts_create()
     }
     /**Changes of Contacts
 
-What changed in the local mirror's Contacts since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's Contacts since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47172,7 +47172,7 @@ let response = client.fieldreport_cost_centers_create()
     }
     /**Changes of CostCenters
 
-What changed in the local mirror's CostCenters since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's CostCenters since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47349,7 +47349,7 @@ let response = client.fieldreport_documents_create()
     }
     /**Changes of Documents
 
-What changed in the local mirror's Documents since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's Documents since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47524,7 +47524,7 @@ let response = client.fieldreport_item_types_create()
     }
     /**Changes of ItemTypes
 
-What changed in the local mirror's ItemTypes since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's ItemTypes since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47699,7 +47699,7 @@ let response = client.fieldreport_item_units_create()
     }
     /**Changes of ItemUnits
 
-What changed in the local mirror's ItemUnits since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's ItemUnits since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -47872,7 +47872,7 @@ let response = client.fieldreport_items_create()
     }
     /**Changes of Items
 
-What changed in the local mirror's Items since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's Items since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48114,7 +48114,7 @@ let response = client.fieldreport_products_create()
     }
     /**Changes of Products
 
-What changed in the local mirror's Products since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's Products since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48285,7 +48285,7 @@ let response = client.fieldreport_qualifications_create()
     }
     /**Changes of Qualifications
 
-What changed in the local mirror's Qualifications since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's Qualifications since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48464,7 +48464,7 @@ let response = client.fieldreport_service_objects_create()
     }
     /**Changes of ServiceObjects
 
-What changed in the local mirror's ServiceObjects since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's ServiceObjects since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48643,7 +48643,7 @@ let response = client.fieldreport_service_requests_create()
     }
     /**Changes of ServiceRequests
 
-What changed in the local mirror's ServiceRequests since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's ServiceRequests since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -48936,7 +48936,7 @@ let response = client.fieldreport_step_list_templates_create()
     }
     /**Changes of StepListTemplates
 
-What changed in the local mirror's StepListTemplates since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's StepListTemplates since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -49151,7 +49151,7 @@ let response = client.fieldreport_tags_create()
     }
     /**Changes of Tags
 
-What changed in the local mirror's Tags since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's Tags since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -49318,7 +49318,7 @@ let response = client.fieldreport_time_events_create()
     }
     /**Changes of TimeEvents
 
-What changed in the local mirror's TimeEvents since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's TimeEvents since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 
@@ -49493,7 +49493,7 @@ let response = client.fieldreport_users_create()
     }
     /**Changes of Users
 
-What changed in the local mirror's Users since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set (this feed from the start, or the export), then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than that is answered 410 `cursor_expired`, and the consumer copies the set again.
+What changed in the local mirror's Users since a position, in the order it was stored: each record written (created, updated, synced, pushed) as it is now, and the Id of each record removed. Without `since`, from the start: every record the set holds, once, then what follows. Answered with `next_cursor`, where to read on: a consumer copies the set with the export, then follows the feed from the copy's position; applying the changes in order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the set again with the export. Reading this feed from the start is a copy too while no removal has been dropped; once one has, the positions of records older than it are such positions, and a read from the start may be answered 410 on a later page.
 
 Needs a token with the ability `fieldreport:read` (login tokens hold every ability, `*`).
 

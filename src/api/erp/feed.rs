@@ -72,11 +72,13 @@ fn masked(document: Box<RawValue>) -> Box<RawValue> {
 /// was stored: each record written (pulled, received by webhook, its attributes changed) as
 /// it is now, secrets masked, and the id of each record removed. Without `since`, from the
 /// start: every record the model holds, once, then what follows. Answered with
-/// `next_cursor`, where to read on: a consumer copies the model (this feed from the start, or
-/// the export), then follows the feed from the copy's position; applying the changes in
-/// order reproduces the mirror. Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a
-/// position older than that is answered 410 `cursor_expired`, and the consumer copies the
-/// model again.
+/// `next_cursor`, where to read on: a consumer copies the model with the export, then follows
+/// the feed from the copy's position; applying the changes in order reproduces the mirror.
+/// Removals are kept `RETAIN_FEED_REMOVALS_DAYS` (default 30): a position older than the
+/// oldest removal kept is answered 410 `cursor_expired`, and the consumer copies the model
+/// again with the export. Reading this feed from the start is a copy too while no removal has
+/// been dropped; once one has, the positions of records older than it are such positions, and
+/// a read from the start may be answered 410 on a later page.
 #[dropshot::endpoint { method = GET, path = "/api/v1/erp/changes/{model}", tags = ["erp"] }]
 pub async fn erp_changes(
     rqctx: RequestContext<ApiContext>,
