@@ -3,12 +3,13 @@
 //! A backup is taken while the service runs and writes: `VACUUM INTO` copies the database as
 //! of one read transaction (a consistent snapshot that holds up no writer: the file is in WAL
 //! mode) into a new file beside the target, which is checked and then renamed into place, so a
-//! file at the target's name is always a whole backup. A restore copies a checked backup over
-//! the database file, but only when no process has that file open: a running service or command
-//! holds a shared lock on it as long as it has a connection, and a connection that asks for the
-//! exclusive lock is refused at once. The file it replaces is kept beside it, and the copy takes
-//! that file's owner and mode, so that a restore run as root leaves a database the service's
-//! user can open.
+//! file at the target's name is always a whole backup. That new file is locked while it is
+//! written: a second backup to the same name is refused rather than removing it. A restore
+//! copies a checked backup over the database file, but only when no process has that file
+//! open: a running service or command holds a shared lock on it as long as it has a
+//! connection, and a connection that asks for the exclusive lock is refused at once. The file
+//! it replaces is kept beside it, and the copy takes that file's owner and mode, so that a
+//! restore run as root leaves a database the service's user can open.
 //!
 //! Postgres is backed up with its own tools (`pg_dump`, `pg_restore`); the commands are in
 //! docs/operations.md, "Backups", and the error below names them.
@@ -35,6 +36,8 @@ pub enum BackupError {
     NoDatabase(PathBuf),
     #[error("{0} exists already: a backup never overwrites a file; choose another name")]
     TargetExists(PathBuf),
+    #[error("{0} is being written by another backup or restore that is under way: wait for it to end")]
+    UnderWay(PathBuf),
     #[error(
         "the database {0} is in use: a running service or command has it open; stop every instance and command \
          that uses it, then restore again"
@@ -91,8 +94,12 @@ pub fn backup(url: &DatabaseUrl, to: &Path) -> Result<Backup, BackupError> {
         return Err(BackupError::TargetExists(to.to_path_buf()));
     }
     let partial = beside(to, ".partial");
-    remove_if_there(&partial)?;
-    create_private(&partial).map_err(|error| BackupError::File { path: to.to_path_buf(), error })?;
+    let _claim = claim(&partial, to)?;
+    // Again once the partial file is ours: a backup to the same name may have ended meanwhile.
+    if to.exists() {
+        let _ = std::fs::remove_file(&partial);
+        return Err(BackupError::TargetExists(to.to_path_buf()));
+    }
     // Every failure from here on removes the partial file, opening the database included.
     let copied = copy_into(&database, OpenFlags::SQLITE_OPEN_READ_WRITE, &partial, to)
         .and_then(|()| check(&partial))
@@ -143,12 +150,10 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
         std::fs::create_dir_all(folder).map_err(|error| BackupError::File { path: folder.to_path_buf(), error })?;
     }
     let partial = beside(&database, ".restoring");
-    remove_if_there(&partial)?;
+    let _claim = claim(&partial, &partial)?;
     // Copied through SQLite, as checked: with the write-ahead log a copy of a database may
     // have beside it (a snapshot of a volume), which a copy of the file alone would lose.
-    let copied = create_private(&partial)
-        .map_err(|error| BackupError::File { path: partial.clone(), error })
-        .and_then(|()| copy_into(from, OpenFlags::SQLITE_OPEN_READ_ONLY, &partial, &database))
+    let copied = copy_into(from, OpenFlags::SQLITE_OPEN_READ_ONLY, &partial, &database)
         .and_then(|()| owned_as_replaced(&partial, &database))
         .and_then(|()| sync_file(&partial))
         .and_then(|()| set_aside(&database));
@@ -314,11 +319,60 @@ fn remove_if_there(path: &Path) -> Result<(), BackupError> {
     }
 }
 
+/// Makes the new empty file `path` (a backup's or a restore's work in progress) this process's
+/// until the answer is dropped: the file is locked, so a second backup to the same name is
+/// refused instead of removing the first one's file under it, and a file left by a command
+/// that stopped (its lock went with it) is replaced. A failure is named by `shown` (a backup's
+/// target: its folder is the operator's).
+fn claim(path: &Path, shown: &Path) -> Result<std::fs::File, BackupError> {
+    let failed = |error| BackupError::File { path: shown.to_path_buf(), error };
+    loop {
+        let (file, created) = match create_private(path) {
+            Ok(file) => (file, true),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                match std::fs::OpenOptions::new().write(true).open(path) {
+                    Ok(file) => (file, false),
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(error) => return Err(failed(error)),
+                }
+            }
+            Err(error) => return Err(failed(error)),
+        };
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(BackupError::UnderWay(path.to_path_buf())),
+            Err(std::fs::TryLockError::Error(error)) => return Err(failed(error)),
+        }
+        // Between opening and locking, the file may have been found stale and replaced by
+        // another command: only the file the name still leads to counts.
+        if !names(path, &file).map_err(failed)? {
+            continue;
+        }
+        if created {
+            return Ok(file);
+        }
+        // Unlocked: what a command that stopped left. Removed while locked, so that nobody
+        // else takes it for theirs meanwhile.
+        remove_if_there(path)?;
+    }
+}
+
+/// Whether `path` leads to the open `file`.
+fn names(path: &Path, file: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let open = file.metadata()?;
+    match std::fs::metadata(path) {
+        Ok(named) => Ok((named.dev(), named.ino()) == (open.dev(), open.ino())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
 /// A new empty file only its owner may read and write: VACUUM INTO fills an empty file, and a
 /// backup holds password hashes, token digests and signing secrets.
-fn create_private(path: &Path) -> std::io::Result<()> {
+fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map(drop)
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)
 }
 
 fn sync_file(path: &Path) -> Result<(), BackupError> {

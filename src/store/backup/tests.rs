@@ -9,6 +9,14 @@ fn scratch() -> (PathBuf, DatabaseUrl) {
     (dir, url)
 }
 
+/// A store on a new database of [`scratch`] with one user written before any backup.
+async fn store_with_a_user() -> (PathBuf, DatabaseUrl, Store) {
+    let (dir, url) = scratch();
+    let store = Store::open(&url).await.unwrap();
+    store.insert_user("Before", "before@example.com", "hash", false).await.unwrap();
+    (dir, url, store)
+}
+
 async fn user_emails(store: &Store) -> Vec<String> {
     let mut emails: Vec<String> = store.list_users().await.unwrap().into_iter().map(|u| u.email).collect();
     emails.sort();
@@ -17,9 +25,7 @@ async fn user_emails(store: &Store) -> Vec<String> {
 
 #[tokio::test]
 async fn a_backup_of_a_database_in_use_restores_once_it_is_no_longer_in_use() {
-    let (dir, url) = scratch();
-    let store = Store::open(&url).await.unwrap();
-    store.insert_user("Before", "before@example.com", "hash", false).await.unwrap();
+    let (dir, url, store) = store_with_a_user().await;
 
     // Taken while the store has the database open, as a running service has.
     let copy = dir.join("copy.db");
@@ -90,5 +96,67 @@ fn what_is_not_a_backup_is_refused_and_postgres_is_named() {
     assert!(refused.to_string().contains("pg_dump --format=custom"), "{refused}");
     assert!(!refused.to_string().contains("secret"));
     assert!(matches!(backup(&DatabaseUrl::new("sqlite::memory:"), &text), Err(BackupError::InMemory)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two backups to one name at once: the second is refused at once and leaves the first one's
+/// file alone, and the first ends whole. The first is held in its copy by a connection that
+/// keeps the database locked, as a long copy of a large database would last.
+#[tokio::test]
+async fn a_second_backup_to_the_same_name_leaves_the_first_alone() {
+    let (dir, url, store) = store_with_a_user().await;
+    // A database of the service's that no store has open (the store's threads let go of theirs
+    // only at their next turn).
+    let source = dir.join("source.db");
+    backup(&url, &source).unwrap();
+    store.close().await;
+    let url = DatabaseUrl::new(format!("sqlite://{}", source.display()));
+    let holder = Connection::open(&source).unwrap();
+    holder.busy_timeout(std::time::Duration::from_secs(30)).unwrap();
+    holder.pragma_update(None, "locking_mode", "EXCLUSIVE").unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE; COMMIT;").unwrap();
+
+    let copy = dir.join("copy.db");
+    let partial = beside(&copy, ".partial");
+    let first = std::thread::spawn({
+        let (url, copy) = (url.clone(), copy.clone());
+        move || backup(&url, &copy)
+    });
+    let started = std::time::Instant::now();
+    while !partial.exists() && !first.is_finished() && started.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(partial.exists(), "the first backup is under way");
+    let under_way = std::fs::metadata(&partial).unwrap();
+
+    let second = backup(&url, &copy);
+    assert!(matches!(second, Err(BackupError::UnderWay(_))), "{second:?}");
+    let still = std::fs::metadata(&partial).expect("the first backup's file is still there");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(still.ino(), under_way.ino(), "the first backup's file was replaced");
+
+    drop(holder);
+    let first = first.join().unwrap().expect("the first backup ends whole");
+    assert_eq!(first.migration, known_migration());
+    assert_eq!(check(&copy).unwrap(), known_migration());
+    assert!(!partial.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A partial file that a backup left when it was stopped (no process holds it) does not stand
+/// in the way of the next backup to the same name.
+#[test]
+fn a_partial_file_left_by_a_stopped_backup_is_replaced() {
+    let (dir, url) = scratch();
+    let database = engine::sqlite_file(url.expose());
+    let connection = Connection::open(&database).unwrap();
+    connection.execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);").unwrap();
+    drop(connection);
+    let copy = dir.join("copy.db");
+    std::fs::write(beside(&copy, ".partial"), b"what a stopped backup wrote").unwrap();
+    // Not a database of the service's: the backup is refused by its check, after the copy.
+    let refused = backup(&url, &copy).unwrap_err();
+    assert!(matches!(refused, BackupError::NotABackup { .. }), "{refused}");
+    assert!(!beside(&copy, ".partial").exists() && !copy.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -71,6 +71,29 @@ pub fn exposed(scrape: &str) -> BTreeMap<String, BTreeSet<String>> {
 pub struct Names {
     pub selectors: Vec<(String, Vec<String>)>,
     pub grouping: Vec<String>,
+    /// Each label of a `by`, `without`, `on` or `ignoring` clause with the metrics it applies
+    /// to, each of which must have it: those of its aggregation's argument (`by`, `without`),
+    /// or every one of the expression (`on`, `ignoring`: both sides of the match).
+    pub scoped: Vec<(String, Vec<String>)>,
+}
+
+/// For each `(` of `chars` outside strings, the index of its `)`.
+fn parentheses(chars: &[char]) -> BTreeMap<usize, usize> {
+    let (mut pairs, mut open, mut in_string, mut escaped) = (BTreeMap::new(), Vec::new(), false, false);
+    for (i, &c) in chars.iter().enumerate() {
+        match (in_string, escaped, c) {
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (true, ..) => escaped = false,
+            (false, _, '"') => in_string = true,
+            (false, _, '(') => open.push(i),
+            (false, _, ')') => {
+                pairs.insert(open.pop().expect("balanced parentheses"), i);
+            }
+            _ => {}
+        }
+    }
+    pairs
 }
 
 /// The `name op "value"` pairs of a label set's body, names with their values.
@@ -115,6 +138,11 @@ pub fn promql_names(expr: &str) -> Names {
         }
         i
     };
+    let pairs = parentheses(&chars);
+    // Each clause's labels with the span of characters its metrics are in, and where each
+    // selector begins.
+    let mut clauses: Vec<(Vec<String>, usize, usize)> = Vec::new();
+    let mut starts: Vec<usize> = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -137,16 +165,38 @@ pub fn promql_names(expr: &str) -> Names {
             let after = next_non_space(i);
             if ["by", "without", "on", "ignoring", "group_left", "group_right"].contains(&word.as_str()) {
                 if chars.get(after) == Some(&'(') {
-                    let close = after + chars[after..].iter().position(|&c| c == ')').expect("a closed list");
-                    names.grouping.extend(
-                        text(after + 1, close).split(',').map(str::trim).filter(|l| !l.is_empty()).map(String::from),
-                    );
+                    let close = pairs[&after];
+                    let labels: Vec<String> = text(after + 1, close)
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .map(String::from)
+                        .collect();
+                    names.grouping.extend(labels.iter().cloned());
+                    // An aggregation's argument follows its clause (`sum by (x) (…)`) or comes
+                    // before it (`sum(…) by (x)`); a match's operands are the whole expression.
+                    let before = (0..start).rev().find(|&j| !chars[j].is_whitespace());
+                    let span = match word.as_str() {
+                        "by" | "without" => match (chars.get(next_non_space(close + 1)), before) {
+                            (Some('('), _) => Some((next_non_space(close + 1), pairs[&next_non_space(close + 1)])),
+                            (_, Some(end)) if chars[end] == ')' => {
+                                pairs.iter().find(|&(_, &to)| to == end).map(|(&from, _)| (from, end))
+                            }
+                            _ => None,
+                        },
+                        "on" | "ignoring" => Some((0, chars.len())),
+                        _ => None,
+                    };
+                    if let Some((from, to)) = span {
+                        clauses.push((labels, from, to));
+                    }
                     i = close + 1;
                 }
             } else if KEYWORDS.contains(&word.as_str()) || chars.get(after) == Some(&'(') {
                 // An aggregation, an operator or a function.
             } else {
                 let mut labels = Vec::new();
+                starts.push(start);
                 if chars.get(after) == Some(&'{') {
                     let close = after + chars[after..].iter().position(|&c| c == '}').expect("a closed selector");
                     labels = label_matchers(&text(after + 1, close)).into_iter().map(|(name, _)| name).collect();
@@ -157,6 +207,13 @@ pub fn promql_names(expr: &str) -> Names {
         } else {
             i += 1;
         }
+    }
+    for (labels, from, to) in clauses {
+        let metrics: Vec<String> = (names.selectors.iter().zip(&starts))
+            .filter(|&(_, &start)| (from..to).contains(&start))
+            .map(|((metric, _), _)| metric.clone())
+            .collect();
+        names.scoped.extend(labels.into_iter().map(|label| (label, metrics.clone())));
     }
     names
 }
@@ -192,6 +249,15 @@ fn missing(what: &str, expr: &str, templates: &[&str], metrics: &BTreeMap<String
         known_labels.extend(exposed.iter().map(String::as_str));
         for label in labels.iter().filter(|l| !TARGET_LABELS.contains(&l.as_str()) && !exposed.contains(*l)) {
             problems.push(format!("{what}: {metric} has no label {label}"));
+        }
+    }
+    // A label no metric has is named once, below.
+    for (label, scope) in names.scoped.iter().filter(|(label, _)| known_labels.contains(label.as_str())) {
+        for metric in scope.iter().filter(|m| !PROMETHEUS_SERIES.contains(&m.as_str())) {
+            let lacks = metrics.get(metric).is_some_and(|exposed| !exposed.contains(label));
+            if lacks && !TARGET_LABELS.contains(&label.as_str()) {
+                problems.push(format!("{what}: {metric} has no label {label}, which it is grouped or matched by"));
+            }
         }
     }
     let named = names.grouping.iter().cloned().chain(templates.iter().flat_map(|t| template_labels(t)));
@@ -346,6 +412,34 @@ fn the_promql_reader_finds_metrics_labels_and_groupings() {
             "r: the service exposes no metric c",
             "r: no metric of its expression has the label area"
         ]
+    );
+}
+
+/// A label an aggregation groups by, or a match is made on, must be on every metric it
+/// applies to, not on one metric anywhere in the expression: a ratio whose divisor lacks the
+/// label divides by an empty result, and a rule on it never fires.
+#[test]
+fn a_grouping_label_is_held_to_each_metric_it_groups() {
+    let scrape = "a_total{operation=\"x\",status=\"500\"} 1\nb_total{status=\"500\"} 2\nc 1\nup 1\n";
+    let metrics = exposed(scrape);
+    assert_eq!(
+        missing("r", "sum by (operation) (rate(a_total[5m])) / sum by (operation) (rate(b_total[5m]))", &[], &metrics),
+        ["r: b_total has no label operation, which it is grouped or matched by"]
+    );
+    // The trailing form, a regex with parentheses inside the argument, and `on`.
+    assert_eq!(
+        missing("r", r#"sum(a_total{status=~"5(0|1)."}) by (operation) and on (operation) c"#, &[], &metrics),
+        ["r: c has no label operation, which it is grouped or matched by"]
+    );
+    // Each aggregation on its own: `operation` is only asked of a_total, `status` of both.
+    assert!(
+        missing(
+            "r",
+            "sum by (operation) (a_total) > 0 and on () sum by (status) (a_total or b_total) > up",
+            &[],
+            &metrics
+        )
+        .is_empty()
     );
 }
 
