@@ -375,4 +375,22 @@ mod tests {
         store.close().await;
         let _ = std::fs::remove_dir_all(dir);
     }
+
+    /// A Postgres URL that asks for TLS (`sslmode=require`, as managed databases do) connects,
+    /// and the server sees the connection encrypted.
+    #[tokio::test]
+    async fn a_postgres_url_asking_for_tls_connects_encrypted() {
+        let Ok(url) = std::env::var("TEST_POSTGRES_URL") else {
+            eprintln!("skipped: TEST_POSTGRES_URL is not set");
+            return;
+        };
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let url = DatabaseUrl::new(format!("{url}{sep}sslmode=require"));
+        let store = Store::connect(&url).await.unwrap();
+        let encrypted: bool = sqlx::query_scalar("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert!(encrypted, "the test Postgres has TLS on (Debian's cluster does, with its snake-oil certificate)");
+    }
 }
