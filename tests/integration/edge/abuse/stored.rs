@@ -143,24 +143,43 @@ fn operations_with_a_body(doc: &Value) -> Vec<(reqwest::Method, String, String, 
     found
 }
 
+/// A service on SQLite that admits webhooks from loopback, a user's token, and the operations
+/// of its served document that take a JSON body ([`operations_with_a_body`]).
+async fn a_service_and_its_operations_with_a_body()
+-> (TestService, String, Vec<(reqwest::Method, String, String, Value)>) {
+    let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
+    let token = svc.user_token().await;
+    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).json_value().await;
+    let operations = operations_with_a_body(&doc);
+    (svc, token, operations)
+}
+
+/// Sends `body` as it is, with `method`, to `concrete` (the operation `path` with its
+/// parameters filled in), and asserts a 400 whose message holds each of `words`.
+async fn assert_refused_as_sent(
+    svc: &TestService,
+    token: &str,
+    (method, path, concrete): (&reqwest::Method, &str, &str),
+    body: String,
+    words: &[&str],
+) {
+    let answer = svc.send_raw(Some(token), method.clone(), concrete, body.clone()).await;
+    let error = error_body(answer, 400).await;
+    let message = error["message"].as_str().unwrap();
+    assert!(words.iter().all(|word| message.contains(word)), "{method} {path} with {body:?}: {error}");
+}
+
 /// A body with anything but whitespace after its JSON value is refused with 400 naming the
 /// position, on every operation that takes a body: a proxy that reads such a body otherwise
 /// would see another request than the service. Whitespace after the value is fine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trailing_data_after_a_json_body_is_400_on_every_route() {
-    let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
-    let token = svc.user_token().await;
-    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).json_value().await;
-    for (method, path, concrete, body) in operations_with_a_body(&doc) {
+    let (svc, token, operations) = a_service_and_its_operations_with_a_body().await;
+    for (method, path, concrete, body) in operations {
         let body = body.to_string();
         for trailing in [format!("{body} garbage"), format!("{body}{body}"), format!("{body}\n]")] {
-            let answer = svc.send_raw(Some(&token), method.clone(), &concrete, trailing.clone()).await;
-            let error = error_body(answer, 400).await;
-            let message = error["message"].as_str().unwrap();
-            assert!(
-                message.contains("trailing characters") && message.contains("column"),
-                "{method} {path} with {trailing:?}: {error}"
-            );
+            let operation = (&method, path.as_str(), concrete.as_str());
+            assert_refused_as_sent(&svc, &token, operation, trailing, &["trailing characters", "column"]).await;
         }
     }
     // Whitespace after the value is no trailing data.
@@ -183,16 +202,12 @@ async fn trailing_data_after_a_json_body_is_400_on_every_route() {
 /// key in two objects is fine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_named_twice_in_a_json_body_is_400_on_every_route() {
-    let svc = TestService::start(Db::Sqlite, &[("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32")]).await;
-    let token = svc.user_token().await;
-    let doc: Value = svc.client.get(svc.url("/docs/openapi.json")).json_value().await;
-    for (method, path, concrete, body) in operations_with_a_body(&doc) {
+    let (svc, token, operations) = a_service_and_its_operations_with_a_body().await;
+    for (method, path, concrete, body) in operations {
         let Some((key, value)) = body.as_object().and_then(|fields| fields.iter().next()) else { continue };
         let twice = format!("{{{}:{value},{}", json!(key), &body.to_string()[1..]);
-        let answer = svc.send_raw(Some(&token), method.clone(), &concrete, twice.clone()).await;
-        let error = error_body(answer, 400).await;
-        let message = error["message"].as_str().unwrap();
-        assert!(message.contains("duplicate field"), "{method} {path} with {twice}: {error}");
+        let operation = (&method, path.as_str(), concrete.as_str());
+        assert_refused_as_sent(&svc, &token, operation, twice, &["duplicate field"]).await;
     }
     // Inside a record or a payload too; the same key in two objects is no duplicate.
     let post = reqwest::Method::POST;
