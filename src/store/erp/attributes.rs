@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::record::{COLUMNS, ErpRecord, erp_record};
-use crate::store::{Dialect, Store, StoreError, WriteTransaction, now_ms};
+use crate::store::{Store, StoreError, now_ms};
 
 fn pending_text(pending: &[String]) -> Option<String> {
     (!pending.is_empty()).then(|| Value::from(pending.to_vec()).to_string())
@@ -147,22 +147,5 @@ impl Store {
         }
         tx.commit().await?;
         Ok(())
-    }
-
-    /// A record read for a change in `tx`: locked on Postgres until `tx` ends (SQLite's write
-    /// transaction holds the database).
-    async fn locked_record(
-        &self,
-        tx: &mut WriteTransaction,
-        model: &str,
-        id: &str,
-    ) -> Result<Option<ErpRecord>, StoreError> {
-        let lock = if self.dialect() == Dialect::Postgres { " FOR UPDATE" } else { "" };
-        let row = sqlx::query(sql!("SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND record_id = $2{lock}"))
-            .bind(model)
-            .bind(id)
-            .fetch_optional(&mut **tx)
-            .await?;
-        row.as_ref().map(erp_record).transpose()
     }
 }

@@ -48,22 +48,13 @@ impl Store {
     pub async fn erp_upsert(&self, model: &str, records: &[ErpRecord]) -> Result<Vec<Upserted>, StoreError> {
         let mut tx = self.write_transaction().await?;
         let postgres = self.dialect() == Dialect::Postgres;
-        let lock = if postgres { " FOR UPDATE" } else { "" };
         let now = now_ms();
         let mut outcomes = Vec::with_capacity(records.len());
         // What to write: the record, the document to store over a stored one (kept attributes
         // merged in), and whether the write takes a change number (its document is new).
         let mut writes: Vec<(&ErpRecord, Option<Value>, bool)> = Vec::new();
         for record in records {
-            let stored =
-                sqlx::query(sql!("SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND record_id = $2{lock}"))
-                    .bind(model)
-                    .bind(&record.id)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .as_ref()
-                    .map(erp_record)
-                    .transpose()?;
+            let stored = self.locked_record(&mut tx, model, &record.id).await?;
             let outcome = match &stored {
                 None => {
                     writes.push((record, None, true));

@@ -3,7 +3,7 @@
 use serde_json::Value;
 use sqlx::Row;
 
-use crate::store::StoreError;
+use crate::store::{Dialect, Store, StoreError, WriteTransaction};
 
 /// One mirrored ERP record: the whole document and the fields the mirror orders by.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,3 +35,22 @@ pub(in crate::store) fn erp_record(row: &sqlx::any::AnyRow) -> Result<ErpRecord,
 }
 
 pub(in crate::store) const COLUMNS: &str = "record_id, version, last_modified, document, pending_attributes";
+
+impl Store {
+    /// A record read for a change in `tx`: locked on Postgres until `tx` ends (SQLite's write
+    /// transaction holds the database).
+    pub(super) async fn locked_record(
+        &self,
+        tx: &mut WriteTransaction,
+        model: &str,
+        id: &str,
+    ) -> Result<Option<ErpRecord>, StoreError> {
+        let lock = if self.dialect() == Dialect::Postgres { " FOR UPDATE" } else { "" };
+        let row = sqlx::query(sql!("SELECT {COLUMNS} FROM erp_records WHERE model = $1 AND record_id = $2{lock}"))
+            .bind(model)
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        row.as_ref().map(erp_record).transpose()
+    }
+}
