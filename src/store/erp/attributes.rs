@@ -10,29 +10,25 @@ fn pending_text(pending: &[String]) -> Option<String> {
     (!pending.is_empty()).then(|| Value::from(pending.to_vec()).to_string())
 }
 
+/// A document's `customAttributes` entries.
+fn values(document: &Value) -> impl Iterator<Item = &Value> {
+    document.get("customAttributes").and_then(Value::as_array).into_iter().flatten()
+}
+
+/// The definition an entry of `customAttributes` holds the value of.
+fn definition_of(value: &Value) -> Option<&str> {
+    value.get("attributeDefinitionId").and_then(Value::as_str)
+}
+
 /// Local custom attribute values that wait for a push survive a newer document from the ERP:
 /// the entries of `pending` definitions are taken from `local` into `incoming`.
 pub fn keep_pending_attributes(incoming: &mut Value, local: &Value, pending: &[String]) {
     if pending.is_empty() {
         return;
     }
-    let definition = |v: &Value| v.get("attributeDefinitionId").and_then(Value::as_str).map(str::to_string);
-    let kept: Vec<Value> = local
-        .get("customAttributes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|v| definition(v).is_some_and(|d| pending.contains(&d)))
-        .cloned()
-        .collect();
-    let mut merged: Vec<Value> = incoming
-        .get("customAttributes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|v| !definition(v).is_some_and(|d| pending.contains(&d)))
-        .cloned()
-        .collect();
+    let of_pending = |v: &&Value| definition_of(v).is_some_and(|d| pending.iter().any(|p| p == d));
+    let kept: Vec<Value> = values(local).filter(of_pending).cloned().collect();
+    let mut merged: Vec<Value> = values(incoming).filter(|v| !of_pending(v)).cloned().collect();
     merged.extend(kept);
     if let Value::Object(fields) = incoming {
         fields.insert("customAttributes".into(), Value::Array(merged));
@@ -41,8 +37,7 @@ pub fn keep_pending_attributes(incoming: &mut Value, local: &Value, pending: &[S
 
 /// A definition's entry in a document's `customAttributes`.
 pub(super) fn entry<'a>(document: &'a Value, definition: &str) -> Option<&'a Value> {
-    let values = document.get("customAttributes").and_then(Value::as_array)?;
-    values.iter().find(|v| v.get("attributeDefinitionId").and_then(Value::as_str) == Some(definition))
+    values(document).find(|v| definition_of(v) == Some(definition))
 }
 
 /// What a record becomes once the ERP answered the push of `pushed` (the record as the push
