@@ -22,15 +22,14 @@ pub enum StoreError {
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
         match &error {
-            sqlx::Error::Io(_) | sqlx::Error::Tls(_) => {
+            // A protocol error is a stream that ended or garbled mid-message, most often a
+            // connection closed while it was opened: sqlx asks for TLS first and reads the
+            // silence of a closed socket as the answer `0x00`. A new connection may succeed.
+            sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => {
                 failures::connection_failed();
                 StoreError::Unavailable(error.to_string())
             }
             sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => StoreError::Unavailable(error.to_string()),
-            sqlx::Error::Protocol(_) => {
-                failures::connection_failed();
-                StoreError::Query(error.to_string())
-            }
             sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Duplicate(db.message().to_string()),
             // The server ended the session (a restart, a failover, `pg_terminate_backend`): the
             // connections open now are tested before their next use, as after an I/O failure.

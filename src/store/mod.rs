@@ -376,6 +376,25 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    /// A Postgres server that closes every new connection at once (restarting, or cut off
+    /// behind a proxy) leaves the store unavailable, not wrong: with TLS built in, sqlx first
+    /// asks for it (`sslmode=prefer`) and reads the closed socket's silence as a protocol error.
+    #[tokio::test]
+    async fn a_postgres_that_closes_new_connections_is_unavailable() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut closed, _)) = listener.accept().await {
+                // Read what the client sent first, so that closing ends the stream rather
+                // than resetting it, as a proxy whose database is gone does.
+                let _ = tokio::io::AsyncReadExt::read(&mut closed, &mut [0u8; 64]).await;
+            }
+        });
+        let url = DatabaseUrl::new(format!("postgres://postgres@127.0.0.1:{port}/postgres"));
+        let Err(error) = Store::connect(&url).await else { panic!("no database answers, yet the store connected") };
+        assert!(matches!(error, super::StoreError::Unavailable(_)), "{error:?}");
+    }
+
     /// A Postgres URL that asks for TLS (`sslmode=require`, as managed databases do) connects,
     /// and the server sees the connection encrypted.
     #[tokio::test]
