@@ -94,7 +94,8 @@ impl Watcher {
             .store
             .watch_record(&observed, |before: &WatchRow| {
                 let request_id = observed.request_id.or(before.request_id.as_deref());
-                event::state_changed(financing_id, request_id, &before.state, state)
+                // Named as the request was first watched, whatever spelling this read used.
+                event::state_changed(&before.financing_id, request_id, &before.state, state)
             })
             .await;
         match recorded {

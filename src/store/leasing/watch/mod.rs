@@ -72,10 +72,14 @@ pub enum Recorded {
 // deliverer fell to 20 events/s). So the claims are not kept prepared (`persistent(false)`):
 // Postgres plans each with the table as it is, for about a millisecond per claim.
 const WATCH_COLUMNS: &str = "financing_id, request_id, state, observed_at, terminal, next_poll_at, failures";
+/// A watch by the id `$1` in any case, through the unique index of migration 0037.
+const BY_ID: &str = "lower(financing_id) = lower($1)";
 
 impl Store {
     /// Starts watching a request in `state` (no event: nothing changed yet) for `user_id`,
-    /// whose subscriptions receive its events; false when it is watched already.
+    /// whose subscriptions receive its events; false when it is watched already, under this
+    /// spelling of its id or another (the provider's ids are UUIDs, one id in any case: a
+    /// second watch announced every change twice; migration 0037 keeps one per request).
     pub async fn watch_start(
         &self,
         observed: &Observed<'_>,
@@ -86,7 +90,7 @@ impl Store {
         let inserted = sqlx::query(
             "INSERT INTO leasing_watches \
              (financing_id, request_id, state, observed_at, terminal, next_poll_at, created_at, user_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (financing_id) DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
         )
         .bind(observed.financing_id)
         .bind(observed.request_id)
@@ -101,8 +105,10 @@ impl Store {
         Ok(inserted.rows_affected() == 1)
     }
 
+    /// The watch of a request, by its id in any case; its `financing_id` is spelled as when
+    /// it was first watched.
     pub async fn watch(&self, financing_id: &str) -> Result<Option<WatchRow>, StoreError> {
-        Ok(sqlx::query_as::<_, WatchRow>(sql!("SELECT {WATCH_COLUMNS} FROM leasing_watches WHERE financing_id = $1"))
+        Ok(sqlx::query_as::<_, WatchRow>(sql!("SELECT {WATCH_COLUMNS} FROM leasing_watches WHERE {BY_ID}"))
             .bind(financing_id)
             .fetch_optional(self.pool())
             .await?)
@@ -110,7 +116,8 @@ impl Store {
 
     /// Records an observed state. A new state is written with its event (built by `event`
     /// from the previous state) and one pending delivery per active subscription that wants
-    /// the event's type, in one transaction; the same state again writes nothing.
+    /// the event's type, in one transaction; the same state again writes nothing. The change
+    /// is the watch's, under the spelling of its id it was first watched with.
     pub async fn watch_record(
         &self,
         observed: &Observed<'_>,
@@ -129,11 +136,10 @@ impl Store {
         };
         let mut tx = self.write_transaction().await?;
         // Read again under the lock: another observer may have recorded this change meanwhile.
-        let row =
-            sqlx::query(sql!("SELECT {WATCH_COLUMNS}, user_id FROM leasing_watches WHERE financing_id = $1{lock}"))
-                .bind(observed.financing_id)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let row = sqlx::query(sql!("SELECT {WATCH_COLUMNS}, user_id FROM leasing_watches WHERE {BY_ID}{lock}"))
+            .bind(observed.financing_id)
+            .fetch_optional(&mut *tx)
+            .await?;
         let Some(row) = row else { return Ok(Recorded::NotWatched) };
         let watch = WatchRow::from_row(&row)?;
         let watch_owner: Option<i64> = row.try_get("user_id")?;
@@ -154,7 +160,7 @@ impl Store {
         .bind(observed.at)
         .bind(i64::from(observed.terminal))
         .bind(observed.request_id)
-        .bind(observed.financing_id)
+        .bind(&watch.financing_id)
         // A request that left a terminal state (the provider reopened it) is polled again.
         .bind(now_ms())
         .execute(&mut *tx)
@@ -163,7 +169,7 @@ impl Store {
             "INSERT INTO leasing_events (id, financing_id, payload, created_at) VALUES ($1, $2, $3, $4) RETURNING seq",
         )
         .bind(&event.id)
-        .bind(observed.financing_id)
+        .bind(&watch.financing_id)
         .bind(&event.payload)
         .bind(event.created_at)
         .fetch_one(&mut *tx)
@@ -190,7 +196,7 @@ impl Store {
             )
             .bind(&id)
             .bind(seq)
-            .bind(observed.financing_id)
+            .bind(&watch.financing_id)
             .bind(event.created_at)
             .execute(&mut *tx)
             .await?;

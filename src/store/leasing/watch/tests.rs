@@ -105,3 +105,56 @@ async fn due_watches_are_claimed_once_until_their_lease_runs_out() {
     })
     .await;
 }
+
+/// Migration 0037 keeps one watch per request: of the spellings of one id watched before, the
+/// first watch stays (its owner with it); later ones go. A watch is then found and started
+/// in any spelling as that one.
+#[tokio::test]
+async fn a_request_has_one_watch_in_any_spelling() {
+    crate::store::testing::on_both_databases(async |store| {
+        // The table as 0036 left it, with three spellings of one id watched.
+        for statement in [
+            "DROP INDEX leasing_watches_one_per_request",
+            "CREATE INDEX leasing_watches_financing_id_any_case ON leasing_watches (lower(financing_id))",
+        ] {
+            sqlx::query(statement).execute(store.pool()).await.unwrap();
+        }
+        for (id, created_at, user_id) in [("ABC-1", 20, 2), ("abc-1", 10, 1), ("aBc-1", 30, 3), ("f-2", 40, 2)] {
+            sqlx::query(
+                "INSERT INTO leasing_watches (financing_id, state, observed_at, created_at, user_id) \
+                 VALUES ($1, 'RequestToGrenke', 1, $2, $3)",
+            )
+            .bind(id)
+            .bind(created_at)
+            .bind(user_id)
+            .execute(store.pool())
+            .await
+            .unwrap();
+        }
+        let migration = match store.dialect() {
+            Dialect::Sqlite => include_str!("../../../../migrations/sqlite/0037_watch_once_per_request.sql"),
+            Dialect::Postgres => include_str!("../../../../migrations/postgres/0037_watch_once_per_request.sql"),
+        };
+        sqlx::raw_sql(migration).execute(store.pool()).await.unwrap();
+        let kept: Vec<(String, i64)> =
+            sqlx::query_as("SELECT financing_id, user_id FROM leasing_watches ORDER BY financing_id")
+                .fetch_all(store.pool())
+                .await
+                .unwrap();
+        assert_eq!(kept, [("abc-1".to_string(), 1), ("f-2".to_string(), 2)]);
+
+        let at = now_ms();
+        let upper = Observed { financing_id: "ABC-1", ..observed("RequestToGrenke", at) };
+        assert!(!store.watch_start(&upper, at, 3).await.unwrap(), "watched already");
+        assert_eq!(store.watch("ABC-1").await.unwrap().unwrap().financing_id, "abc-1");
+        assert_eq!(store.financing_request_owner("ABC-1").await.unwrap(), Some(1));
+        let changed = Observed { financing_id: "Abc-1", ..observed("Declined", at + 1) };
+        assert!(matches!(store.watch_record(&changed, event("e1")).await.unwrap(), Recorded::Changed { .. }));
+        let event_of: String = sqlx::query_scalar("SELECT financing_id FROM leasing_events WHERE id = 'e1'")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(event_of, "abc-1", "the change is the watch's");
+    })
+    .await;
+}
