@@ -1,14 +1,29 @@
--- A financing request is watched once, whatever the case its id is spelled in (the provider's
--- ids are UUIDs, one id in any case): watched again under another spelling, it had a second
--- watch, and each of its changes was announced once per spelling. The first watch of each
--- request is kept (its creator's, or its first watcher's); the later spellings' watches go,
--- their events and deliveries stay. The index of 0036 becomes unique.
-DELETE FROM leasing_watches WHERE EXISTS (
-    SELECT 1 FROM leasing_watches AS earlier
-    WHERE lower(earlier.financing_id) = lower(leasing_watches.financing_id)
-      AND (earlier.created_at < leasing_watches.created_at
-           OR (earlier.created_at = leasing_watches.created_at
-               AND earlier.financing_id < leasing_watches.financing_id))
+-- A financing request is watched once, whatever the spelling of its id: the provider's ids
+-- are UUIDs, and it reads one in any case and with or without its hyphens. Watched again
+-- under another spelling, a request had a second watch, and each of its changes was announced
+-- once per spelling (to the second watcher's subscriptions too). The routes now name a
+-- request by its id in lower case with hyphens (src/leasing/id.rs).
+--
+-- The first watch of each request is kept (its creator's, or its first watcher's); the later
+-- spellings' watches go, their events and deliveries stay. A kept id of 32 hex digits is
+-- written with its hyphens, and the index of 0036 becomes unique.
+DELETE FROM leasing_watches WHERE financing_id IN (
+    WITH keyed AS (
+        SELECT financing_id, created_at,
+            CASE WHEN length(financing_id) = 32 AND financing_id NOT GLOB '*[^0-9A-Fa-f]*'
+                THEN lower(substr(financing_id, 1, 8) || '-' || substr(financing_id, 9, 4) || '-'
+                    || substr(financing_id, 13, 4) || '-' || substr(financing_id, 17, 4) || '-'
+                    || substr(financing_id, 21, 12))
+                ELSE lower(financing_id) END AS request
+        FROM leasing_watches
+    )
+    SELECT later.financing_id FROM keyed AS later JOIN keyed AS earlier ON earlier.request = later.request
+    WHERE earlier.created_at < later.created_at
+        OR (earlier.created_at = later.created_at AND earlier.financing_id < later.financing_id)
 );
+UPDATE leasing_watches
+SET financing_id = lower(substr(financing_id, 1, 8) || '-' || substr(financing_id, 9, 4) || '-'
+    || substr(financing_id, 13, 4) || '-' || substr(financing_id, 17, 4) || '-' || substr(financing_id, 21, 12))
+WHERE length(financing_id) = 32 AND financing_id NOT GLOB '*[^0-9A-Fa-f]*';
 DROP INDEX leasing_watches_financing_id_any_case;
 CREATE UNIQUE INDEX leasing_watches_one_per_request ON leasing_watches (lower(financing_id));

@@ -2,6 +2,7 @@
 
 pub mod calculation;
 pub mod flow;
+pub mod id;
 pub mod payload;
 pub mod service;
 pub mod state;

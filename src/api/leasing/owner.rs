@@ -20,15 +20,16 @@ pub struct FinancingIdPath {
     pub financing_id: String,
 }
 
-/// The caller behind the token and the financing id of the path, when the caller may reach
-/// that request; the leasing-shaped 401 or 404 otherwise.
+/// The caller behind the token and the financing id of the path in its one spelling
+/// ([`crate::leasing::id::canonical`]), when the caller may reach that request; the
+/// leasing-shaped 401 or 404 otherwise.
 pub(super) async fn reach(
     rqctx: &RequestContext<ApiContext>,
     token: &BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<(Caller, String), ApiError> {
     let caller = token.caller(rqctx).await.map_err(ApiError::leasing)?;
-    let id = path.into_inner().financing_id;
+    let id = crate::leasing::id::canonical(&path.into_inner().financing_id);
     let viewer = Viewer { user_id: caller.user.id, operator: caller.user.operator };
     rqctx.context().leasing.watcher().reach(&id, viewer).await?;
     Ok((caller, id))

@@ -3,7 +3,7 @@
 //! watch ([`crate::store::leasing::owners`]). That user and operators reach it; anyone else is
 //! told it does not exist, as for another user's subscription. A request the service has no
 //! owner of (created elsewhere and never watched) is reached by every leasing token, as before
-//! owners were recorded. An id is one request, with one watch, in any case (the provider's ids are UUIDs).
+//! owners were recorded. An id is one request, with one watch, in any spelling (see [`crate::leasing::id`]).
 
 use super::{WatchError, Watcher};
 use crate::vocabulary::owner::Viewer;

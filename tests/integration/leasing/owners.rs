@@ -77,11 +77,12 @@ async fn financing_requests_belong_to_their_creator(db: Db) {
     svc.stop().await;
 }
 
-/// The provider's ids are UUIDs, one id in any case (RFC 9562); a provider that reads them so
+/// The provider's ids are UUIDs, one id in any case (RFC 9562) and with or without its hyphens
+/// (the provider is IIS: .NET reads a GUID in either form); a provider that reads them so
 /// answers `ABC…` with the request `abc…`. Another user who spells Alice's id in upper or mixed
-/// case is refused as for the id itself, before the provider is asked (the owner was looked up
-/// by the exact spelling, found none and let the call through); Alice reaches her request in
-/// any spelling.
+/// case, or without hyphens, is refused as for the id itself, before the provider is asked (the
+/// owner was looked up by the exact spelling, found none and let the call through); Alice
+/// reaches her request in any spelling.
 async fn a_financing_request_is_its_creators_in_any_case(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let alice = svc.user_token().await;
@@ -98,11 +99,19 @@ async fn a_financing_request_is_its_creators_in_any_case(db: Db) {
     let body = error_body(answer, 404).await;
     assert_eq!(body["error_code"], "not_found", "{body}");
     clear_faults(&svc.client, &svc.leasing).await;
+    let bare = alices.replace('-', "");
+    let as_a_guid_reads_it =
+        json!({"path_prefix": format!("/basic/v1/requests/{bare}"), "status": 200, "body": read["data"].to_string()});
+    svc.leasing_fault(as_a_guid_reads_it).await;
+    let answer = svc.get(&bob, &format!("/api/v1/leasing/{bare}")).await;
+    let body = error_body(answer, 404).await;
+    assert_eq!(body["error_code"], "not_found", "{body}");
+    clear_faults(&svc.client, &svc.leasing).await;
 
     let mixed: String =
         alices.chars().enumerate().map(|(i, c)| if i % 2 == 0 { c.to_ascii_uppercase() } else { c }).collect();
     let provider_calls = svc.provider_request_count().await;
-    for spelling in [&upper, &mixed] {
+    for spelling in [&upper, &mixed, &bare, &bare.to_uppercase()] {
         for (method, path, body) in routes(spelling) {
             let answer = svc.call(&bob, method.clone(), &path, body).await;
             let body = error_body(answer, 404).await;
