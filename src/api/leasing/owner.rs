@@ -20,17 +20,16 @@ pub struct FinancingIdPath {
     pub financing_id: String,
 }
 
-/// The caller behind the token and the financing id of the path in its one spelling
-/// ([`crate::leasing::id::canonical`]), when the caller may reach that request; the
-/// leasing-shaped 401 or 404 otherwise.
+/// The caller behind the token and the financing id of the path, spelled as the service knows
+/// the request ([`crate::leasing::watch::Watcher::reach`]), when the caller may reach that
+/// request; the leasing-shaped 401 or 404 otherwise.
 pub(super) async fn reach(
     rqctx: &RequestContext<ApiContext>,
     token: &BearerToken<needs::Leasing>,
     path: Path<FinancingIdPath>,
 ) -> Result<(Caller, String), ApiError> {
     let caller = token.caller(rqctx).await.map_err(ApiError::leasing)?;
-    let id = crate::leasing::id::canonical(&path.into_inner().financing_id);
     let viewer = Viewer { user_id: caller.user.id, operator: caller.user.operator };
-    rqctx.context().leasing.watcher().reach(&id, viewer).await?;
+    let id = rqctx.context().leasing.watcher().reach(&path.into_inner().financing_id, viewer).await?;
     Ok((caller, id))
 }

@@ -9,15 +9,18 @@ use super::{WatchError, Watcher};
 use crate::vocabulary::owner::Viewer;
 
 impl Watcher {
-    /// `Ok` when `viewer` may read or act on the financing request `financing_id`; else
-    /// [`WatchError::RequestNotFound`].
-    pub async fn reach(&self, financing_id: &str, viewer: Viewer) -> Result<(), WatchError> {
-        if viewer.operator {
-            return Ok(());
-        }
-        match self.store.financing_request_owner(financing_id).await? {
-            Some(owner) if owner != viewer.user_id => Err(WatchError::RequestNotFound(financing_id.to_string())),
-            _ => Ok(()),
+    /// The id to ask the provider by, when `viewer` may read or act on the financing request
+    /// `financing_id`: the spelling it was first watched under, else `financing_id` with the
+    /// hyphens of a UUID ([`crate::leasing::id::hyphenated`]); [`WatchError::RequestNotFound`]
+    /// when it is another user's.
+    pub async fn reach(&self, financing_id: &str, viewer: Viewer) -> Result<String, WatchError> {
+        let financing_id = crate::leasing::id::hyphenated(financing_id);
+        match self.store.financing_request_watch(&financing_id).await? {
+            Some((_, Some(owner))) if owner != viewer.user_id && !viewer.operator => {
+                Err(WatchError::RequestNotFound(financing_id))
+            }
+            Some((watched_as, _)) => Ok(watched_as),
+            None => Ok(financing_id),
         }
     }
 }
