@@ -154,6 +154,7 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     // Copied through SQLite, as checked: with the write-ahead log a copy of a database may
     // have beside it (a snapshot of a volume), which a copy of the file alone would lose.
     let copied = copy_into(from, OpenFlags::SQLITE_OPEN_READ_ONLY, &partial, &database)
+        .and_then(|()| carry_feed_forward(&database, &partial))
         .and_then(|()| owned_as_replaced(&partial, &database))
         .and_then(|()| sync_file(&partial))
         .and_then(|()| set_aside(&database));
@@ -166,6 +167,47 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     };
     rename(&partial, &database)?;
     Ok(Restore { database, migration, known, set_aside })
+}
+
+/// Carries the change feed's numbers of the `replaced` database (when there is one) into the
+/// restored `copy`. A consumer may follow a set to a position the replaced database answered
+/// after the backup was taken: its copy holds changes the restored database lacks, and the
+/// restored database would number other changes with the same numbers again, so that the
+/// position would be followed and the copy silently differ from the mirror. Each set whose
+/// numbers the replaced database took further than the backup goes on after them, with every
+/// position up to them refused (410 `cursor_expired`, as for removals no longer kept): its
+/// consumers copy it again. A database older than the feed (migration 0029) has nothing to
+/// carry.
+fn carry_feed_forward(replaced: &Path, copy: &Path) -> Result<(), BackupError> {
+    if !replaced.is_file() {
+        return Ok(());
+    }
+    let failed = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| BackupError::Sqlite { path, error }
+    };
+    let old = Connection::open_with_flags(replaced, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(failed(replaced))?;
+    let Ok(mut statement) = old.prepare("SELECT mirror, entity, last_seq FROM mirror_feed") else {
+        return Ok(());
+    };
+    let answered = statement
+        .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, i64>(2)?)))
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+        .map_err(failed(replaced))?;
+    let new = Connection::open(copy).map_err(failed(copy))?;
+    if new.prepare("SELECT 1 FROM mirror_feed").is_err() {
+        return Ok(());
+    }
+    for (mirror, entity, last) in answered {
+        new.execute(
+            "INSERT INTO mirror_feed (mirror, entity, last_seq, expired_through) VALUES (?1, ?2, ?3 + 1, ?3 + 1) \
+             ON CONFLICT (mirror, entity) DO UPDATE SET last_seq = excluded.last_seq, \
+             expired_through = excluded.expired_through WHERE mirror_feed.last_seq < ?3",
+            rusqlite::params![mirror, entity, last],
+        )
+        .map_err(failed(copy))?;
+    }
+    Ok(())
 }
 
 /// Gives the restored copy the owner and mode of the database it replaces, or the owner of the

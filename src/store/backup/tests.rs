@@ -160,3 +160,54 @@ fn a_partial_file_left_by_a_stopped_backup_is_replaced() {
     assert!(!beside(&copy, ".partial").exists() && !copy.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+async fn tag(store: &Store, id: &str) {
+    let record = crate::store::fieldreport::records::MirrorRecord {
+        id: id.into(),
+        version: 1,
+        document: serde_json::json!({"Id": id, "Version": 1}),
+    };
+    store.mirror_insert("tags", &record, None).await.unwrap();
+}
+
+/// A consumer that followed the change feed past the backup's last change holds changes the
+/// restored database does not have: its position is refused (410) even once the restored
+/// database has numbered as many changes again, for other records.
+#[tokio::test]
+async fn a_feed_position_answered_after_the_backup_is_refused_after_a_restore() {
+    use crate::store::feed::Mirror;
+    let (dir, url, store) = store_with_a_user().await;
+    tag(&store, "1").await;
+    let copy = dir.join("copy.db");
+    backup(&url, &copy).unwrap();
+    for id in ["2", "3", "4"] {
+        tag(&store, id).await;
+    }
+    let followed = store.feed_changes(Mirror::FieldReport, "tags", 0, 100).await.unwrap();
+    assert_eq!(followed.len(), 4);
+    let since = followed.last().unwrap().seq;
+    store.close().await;
+    drop(store);
+    let started = std::time::Instant::now();
+    loop {
+        match restore(&url, &copy) {
+            Err(BackupError::InUse(_)) if started.elapsed() < std::time::Duration::from_secs(30) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            other => break drop(other.unwrap()),
+        };
+    }
+    let store = Store::open(&url).await.unwrap();
+    for id in ["5", "6", "7", "8"] {
+        tag(&store, id).await;
+    }
+    // The feed refuses a position before `expired_through` or after `last_seq` (`crate::feed`).
+    let feed = store.feed_position(Mirror::FieldReport, "tags").await.unwrap();
+    assert!(since < feed.expired_through || since > feed.last_seq, "{since} is followed in {feed:?}");
+    // A new copy is followed from the position its export starts at.
+    tag(&store, "9").await;
+    let after = store.feed_changes(Mirror::FieldReport, "tags", feed.last_seq, 100).await.unwrap();
+    assert_eq!(after.iter().map(|change| change.id.as_str()).collect::<Vec<_>>(), ["9"]);
+    store.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,6 +3,7 @@
 
 mod entities;
 mod feed;
+mod feed_live;
 mod feed_locks;
 mod histories;
 mod other_upstreams;
