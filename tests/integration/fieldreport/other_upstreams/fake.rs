@@ -27,6 +27,9 @@ pub(super) struct Fake {
     /// The `DateModified` stored, by Id, where finer than the one shown: filtered and ordered
     /// by, never served (a server that writes its stamps coarser than it keeps them).
     pub(super) finer: Mutex<BTreeMap<i64, String>>,
+    /// `DateOfCreation` typed otherwise than `DateModified` (an `Edm.DateTime`, written
+    /// `datetime'…'`): the prefix its literals must have.
+    pub(super) created_typed_as: Mutex<Option<&'static str>>,
 }
 
 /// The next link of an empty page, at a server with a paging bug: two links that lead to each
@@ -79,7 +82,7 @@ impl Fake {
             None => None,
             Some(text) if !stamps_fit_a_datetime(text) => return refused(400, "Unrecognized 'Edm.DateTime' literal"),
             Some(text) => match Filter::parse(text) {
-                Some(filter) if filter.writes_stamps_as(&Written::Typed("datetime".into())) => Some(filter),
+                Some(filter) if stamps_typed(&filter, *self.created_typed_as.lock().unwrap()) => Some(filter),
                 _ => return refused(400, "Syntax error in $filter"),
             },
         };
@@ -136,6 +139,18 @@ impl Fake {
             body["odata.nextLink"] = json!(format!("https://fake/odata/Companies?{query}"));
         }
         json(http::StatusCode::OK, &body)
+    }
+}
+
+/// Whether every stamp of `filter` is typed as its field is: `datetime'…'`, or as `created`
+/// says for a `DateOfCreation`.
+fn stamps_typed(filter: &Filter, created: Option<&str>) -> bool {
+    match filter {
+        Filter::Or(terms) | Filter::And(terms) => terms.iter().all(|term| stamps_typed(term, created)),
+        Filter::Compare { field, .. } => {
+            let prefix = created.filter(|_| field == "DateOfCreation").unwrap_or("datetime");
+            filter.writes_stamps_as(&Written::Typed(prefix.to_string()))
+        }
     }
 }
 

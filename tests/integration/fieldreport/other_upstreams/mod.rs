@@ -225,7 +225,28 @@ async fn a_server_keeping_finer_stamps_than_it_serves_is_synced_whole(db: Db) {
     svc.stop().await;
 }
 
+/// A server typing `DateOfCreation` otherwise than `DateModified` (an `Edm.DateTimeOffset`
+/// beside an `Edm.DateTime`) takes another literal form for each. A later sync asks first for
+/// the records never modified created since its window (a `DateOfCreation` filter), then for
+/// those modified (a `DateModified` one): the form found for the first was kept for the
+/// second, which the server refused, and every later sync failed.
+async fn stamps_of_two_fields_typed_otherwise_are_each_asked_as_taken(db: Db) {
+    let fake = Fake::seeded(30, "");
+    fake.put_unmodified(2001, Some("2025-12-31T00:00:00"));
+    *fake.created_typed_as.lock().unwrap() = Some("datetimeoffset");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 31).await;
+    fake.put(1005, 2, "2026-01-01T00:00:40");
+    fake.put_unmodified(2002, Some("2026-01-01T00:00:41"));
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!((next["data"][0]["inserted"].clone(), next["data"][0]["updated"].clone()), (json!(1), json!(1)));
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    stamps_of_two_fields_typed_otherwise_are_each_asked_as_taken,
     a_server_keeping_finer_stamps_than_it_serves_is_synced_whole,
     empty_pages_linking_to_each_other_end_the_sync,
     empty_pages_linking_onward_for_ever_end_the_sync,
