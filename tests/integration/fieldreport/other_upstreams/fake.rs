@@ -30,6 +30,9 @@ pub(super) struct Fake {
     /// `DateOfCreation` typed otherwise than `DateModified` (an `Edm.DateTime`, written
     /// `datetime'…'`): the prefix its literals must have.
     pub(super) created_typed_as: Mutex<Option<&'static str>>,
+    /// An Id purged (deleted for good) once an empty page's next link is served, before the
+    /// link is followed: the rows after it move one place back.
+    pub(super) purged_after_link: Mutex<Option<i64>>,
 }
 
 /// The next link of an empty page, at a server with a paging bug: two links that lead to each
@@ -137,6 +140,14 @@ impl Fake {
             }
             let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(next).finish();
             body["odata.nextLink"] = json!(format!("https://fake/odata/Companies?{query}"));
+        }
+        drop(rest);
+        drop(records);
+        if empty
+            && body.get("odata.nextLink").is_some()
+            && let Some(purged) = self.purged_after_link.lock().unwrap().take()
+        {
+            self.records.lock().unwrap().remove(&purged);
         }
         json(http::StatusCode::OK, &body)
     }
