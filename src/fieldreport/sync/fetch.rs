@@ -27,25 +27,28 @@ pub(super) async fn fetch_pages(
     mut from: From,
     pages: mpsc::Sender<Result<(ODataPage, Option<Key>), UpstreamError>>,
 ) {
-    let mut literal = Literal::DESCRIBED;
-    let mut literal_tried = false;
+    // The form of each stamped field's literals, and whether another was tried for it.
+    let mut forms = [(Literal::DESCRIBED, false); 2];
     loop {
-        let mut answer = client.page_with_records(info.set, &query(info, &from, literal)).await;
+        let (literal, tried) = &mut forms[from.stamped_field() as usize];
+        let mut answer = client.page_with_records(info.set, &query(info, &from, *literal)).await;
         // A server of the other OData version than its description, or typing its stamps
-        // otherwise, refuses the described form of a stamp (400): the first such query is
-        // asked again in each other form until one is answered, which the rest of the sync
-        // keeps.
-        if !literal_tried && from.has_stamp() && is_bad_request(&answer) {
-            literal_tried = true;
+        // otherwise, refuses the described form of a stamp (400): the first such query of
+        // each stamped field (a server may type `DateOfCreation` and `DateModified`
+        // differently) is asked again in each other form until one is answered, which the
+        // rest of the sync keeps for that field.
+        if !*tried && from.has_stamp() && is_bad_request(&answer) {
+            *tried = true;
             for other in literal.others() {
                 let again = client.page_with_records(info.set, &query(info, &from, other)).await;
                 if again.is_ok() {
                     crate::telemetry::report_literal_form(info.set, &literal.name(), &other.name());
-                    (literal, answer) = (other, again);
+                    (*literal, answer) = (other, again);
                     break;
                 }
             }
         }
+        let literal = *literal;
         let unmodified = matches!(from, From::Unmodified { .. });
         let by_id = from.by_id();
         // Records stamped as the query's own key, none after it: see `From::past_tie`.

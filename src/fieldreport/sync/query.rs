@@ -87,6 +87,15 @@ impl From {
         !matches!(self, From::Everything | From::Unmodified { since: None, .. })
     }
 
+    /// The field whose stamps the filter compares: a server may take another literal form
+    /// for each.
+    pub(super) fn stamped_field(&self) -> StampedField {
+        match self {
+            From::Unmodified { .. } => StampedField::DateOfCreation,
+            _ => StampedField::DateModified,
+        }
+    }
+
     /// The order the query asks for.
     pub(super) fn order(&self) -> &'static str {
         match self {
@@ -124,6 +133,13 @@ impl From {
             From::After(stamp, id) => (&key.0, key.1) > (stamp, *id),
         }
     }
+}
+
+/// The stamped field a filter compares (`DateModified eq null` writes no stamp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StampedField {
+    DateOfCreation = 0,
+    DateModified = 1,
 }
 
 /// How a sync's filters write a `DateModified` value: the prefix of a typed literal

@@ -6,214 +6,14 @@
 //! modified (a null `DateModified`, sorted first), texts holding a NUL character, and full
 //! metadata (annotated records, Int64 as strings, stamps with an offset).
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
 
-use crate::common::{Api, Db, TestService};
-use integration_service::sandbox::faults::Faults;
-use integration_service::sandbox::http::{SimRequest, SimResponse, json, serve};
-use integration_service::sandbox::odata_filter::{Filter, Written};
-use integration_service::vocabulary::stamp::Stamp;
-use serde_json::{Map, Value, json};
+use crate::common::{Api, Db};
+use serde_json::{Value, json};
 
-/// Rows a page holds at most, whatever `$top` asks.
-const PAGE_SIZE: usize = 10;
+mod fake;
 
-/// The companies of the fake, by Id, and the Ids of those withheld after paging.
-#[derive(Default)]
-struct Fake {
-    records: Mutex<BTreeMap<i64, Map<String, Value>>>,
-    hidden: Mutex<HashSet<i64>>,
-    /// No next links: the client pages by `$top` (FACTS: the fall-back of a v3 server).
-    unlinked: std::sync::atomic::AtomicBool,
-    /// `$orderby` ignored: lists in Id order.
-    unordered: std::sync::atomic::AtomicBool,
-    /// Every empty page has a next link (see [`Links`]), for this many list requests more.
-    links_on_empty: Mutex<Option<(Links, usize)>>,
-    /// The `DateModified` stored, by Id, where finer than the one shown: filtered and ordered
-    /// by, never served (a server that writes its stamps coarser than it keeps them).
-    finer: Mutex<BTreeMap<i64, String>>,
-}
-
-/// The next link of an empty page, at a server with a paging bug: two links that lead to each
-/// other, or a `$skiptoken` counting up forever.
-#[derive(Clone, Copy)]
-enum Links {
-    Cycle,
-    Endless,
-}
-
-impl Fake {
-    /// `count` companies from Id 1001, stamped a second apart, each stamp's seconds followed
-    /// by `fraction`.
-    fn seeded(count: i64, fraction: &str) -> Arc<Fake> {
-        let fake = Fake::default();
-        for n in 0..count {
-            fake.put(1001 + n, 1, &format!("2026-01-01T00:{:02}:{:02}{fraction}", n / 60, n % 60));
-        }
-        Arc::new(fake)
-    }
-
-    fn put(&self, id: i64, version: i64, stamp: &str) {
-        let record = json!({"Id": id.to_string(), "Name": format!("Company {id}"), "Version": version,
-                            "DateModified": stamp});
-        self.records.lock().unwrap().insert(id, record.as_object().unwrap().clone());
-    }
-
-    /// A record never modified: no `DateModified` (null, as the description allows it), and
-    /// its `DateOfCreation` when it has one.
-    fn put_unmodified(&self, id: i64, created: Option<&str>) {
-        let record = json!({"Id": id.to_string(), "Name": format!("Company {id}"), "Version": 1,
-                            "DateModified": null, "DateOfCreation": created});
-        self.records.lock().unwrap().insert(id, record.as_object().unwrap().clone());
-    }
-
-    fn visible(&self) -> BTreeMap<String, Value> {
-        let hidden = self.hidden.lock().unwrap();
-        let records = self.records.lock().unwrap();
-        let visible = records.iter().filter(|(id, _)| !hidden.contains(id));
-        visible.map(|(id, record)| (id.to_string(), record["Version"].clone())).collect()
-    }
-
-    fn answer(&self, req: &SimRequest) -> SimResponse {
-        if req.segments() != ["odata", "Companies"] {
-            return refused(404, "no such resource");
-        }
-        let pairs: BTreeMap<String, String> =
-            url::form_urlencoded::parse(req.query.as_deref().unwrap_or_default().as_bytes()).into_owned().collect();
-        let filter = match pairs.get("$filter") {
-            None => None,
-            Some(text) if !stamps_fit_a_datetime(text) => return refused(400, "Unrecognized 'Edm.DateTime' literal"),
-            Some(text) => match Filter::parse(text) {
-                Some(filter) if filter.writes_stamps_as(&Written::Typed("datetime".into())) => Some(filter),
-                _ => return refused(400, "Syntax error in $filter"),
-            },
-        };
-        let records = self.records.lock().unwrap();
-        let finer = self.finer.lock().unwrap();
-        // Each record as the server compares it (its stored stamp), beside the one it serves.
-        let kept = records.iter().map(|(id, record)| {
-            let mut kept = record.clone();
-            kept.extend(finer.get(id).map(|stamp| ("DateModified".to_string(), json!(stamp))));
-            (kept, record)
-        });
-        let mut chosen: Vec<_> = kept.filter(|(kept, _)| filter.as_ref().is_none_or(|f| f.matches(kept))).collect();
-        let id = |record: &Map<String, Value>| record["Id"].as_str().unwrap().parse::<i64>().unwrap();
-        // A record without a stamp sorts first, as null does in SQL Server's ascending order.
-        let ordered = !self.unordered.load(std::sync::atomic::Ordering::Relaxed);
-        if ordered && pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
-            chosen.sort_by_key(|(kept, _)| (kept["DateModified"].as_str().map(Stamp::parse), id(kept)));
-        }
-        let chosen = chosen.into_iter().map(|(_, served)| served);
-        let number = |name: &str, default: usize| pairs.get(name).map_or(default, |n| n.parse().unwrap());
-        let (skip, top) = (number("$skip", 0), number("$top", usize::MAX));
-        let rest: Vec<_> = chosen.skip(skip).take(top).collect();
-        let hidden = self.hidden.lock().unwrap();
-        let page: Vec<Value> = rest
-            .iter()
-            .take(PAGE_SIZE)
-            .filter(|record| !hidden.contains(&id(record)))
-            .map(|record| select(record, pairs.get("$select")))
-            .collect();
-        let empty = page.is_empty();
-        let mut body = json!({"odata.metadata": "https://fake/odata/$metadata#Companies", "value": page});
-        let mut links_on_empty = self.links_on_empty.lock().unwrap();
-        if let Some((links, left @ 1..)) = *links_on_empty
-            && empty
-        {
-            *links_on_empty = Some((links, left - 1));
-            let token = pairs.get("$skiptoken").map_or(0, |token| token.parse::<u64>().unwrap());
-            let next = match links {
-                Links::Cycle => 1 - token.min(1),
-                Links::Endless => token + 1,
-            };
-            let mut query = pairs.clone();
-            query.insert("$skiptoken".into(), next.to_string());
-            let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(query).finish();
-            body["odata.nextLink"] = json!(format!("https://fake/odata/Companies?{query}"));
-        }
-        if rest.len() > PAGE_SIZE && !self.unlinked.load(std::sync::atomic::Ordering::Relaxed) {
-            let mut next = pairs.clone();
-            next.insert("$skip".into(), (skip + PAGE_SIZE).to_string());
-            if top != usize::MAX {
-                next.insert("$top".into(), (top - PAGE_SIZE).to_string());
-            }
-            let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(next).finish();
-            body["odata.nextLink"] = json!(format!("https://fake/odata/Companies?{query}"));
-        }
-        json(http::StatusCode::OK, &body)
-    }
-}
-
-/// Whether every `datetime'…'` literal of `filter` has at most seven fractional digits: a
-/// `System.DateTime` holds ticks of 100 ns, and its parser refuses more.
-fn stamps_fit_a_datetime(filter: &str) -> bool {
-    filter.split("datetime'").skip(1).all(|rest| {
-        let literal = rest.split('\'').next().unwrap_or_default();
-        let fraction = literal.split_once('.').map_or("", |(_, fraction)| fraction);
-        fraction.chars().take_while(char::is_ascii_digit).count() <= 7
-    })
-}
-
-fn select(record: &Map<String, Value>, fields: Option<&String>) -> Value {
-    match fields {
-        None => Value::Object(record.clone()),
-        Some(fields) => {
-            let chosen = fields.split(',').filter_map(|field| Some((field.to_string(), record.get(field)?.clone())));
-            Value::Object(chosen.collect())
-        }
-    }
-}
-
-fn refused(status: u16, message: &str) -> SimResponse {
-    let status = http::StatusCode::from_u16(status).unwrap();
-    json(status, &json!({"odata.error": {"code": "", "message": {"lang": "en-US", "value": message}}}))
-}
-
-/// The service, its field-report system the fake.
-async fn start(db: Db, fake: &Arc<Fake>) -> (TestService, String) {
-    let served = fake.clone();
-    let log = slog::Logger::root(slog::Discard, slog::o!());
-    let address = serve("127.0.0.1:0".parse().unwrap(), Arc::new(Faults::default()), log, move |req| {
-        let answer = served.answer(&req);
-        async move { answer }
-    })
-    .await
-    .unwrap();
-    let (svc, token) = TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
-    (svc, token)
-}
-
-/// A sync or reconciling of the companies: its status and report.
-async fn sync(svc: &TestService, token: &str, query: &str) -> (u16, Value) {
-    let response = svc.get(token, &format!("/api/v1/fieldreport/sync/companies{query}")).await;
-    let status = response.status().as_u16();
-    (status, response.json::<Value>().await.unwrap())
-}
-
-/// A set's first sync, which must insert `inserted` records; its answer.
-async fn first_sync(svc: &TestService, token: &str, inserted: u64) -> Value {
-    let (status, first) = sync(svc, token, "").await;
-    assert_eq!((status, first["data"][0]["inserted"].clone()), (200, json!(inserted)), "{first}");
-    first
-}
-
-/// A reconciling sync, after which the mirror must equal what `fake` shows; its report.
-async fn reconcile_to_equal(svc: &TestService, token: &str, fake: &Fake) -> Value {
-    let (status, reconciled) = sync(svc, token, "?reconcile=true").await;
-    assert_eq!(status, 200, "{reconciled}");
-    assert_eq!(mirror(svc).await, fake.visible(), "{reconciled}");
-    reconciled["data"][0]["reconcile"].clone()
-}
-
-/// The mirror's companies, Id → Version.
-async fn mirror(svc: &TestService) -> BTreeMap<String, Value> {
-    let records = svc.store().mirror_after("companies", None, 1_000).await.unwrap();
-    let version = |document: &serde_json::value::RawValue| {
-        serde_json::from_str::<Value>(document.get()).unwrap()["Version"].clone()
-    };
-    records.into_iter().map(|(id, document)| (id, version(&document))).collect()
-}
+use self::fake::{Fake, Links, first_sync, mirror, reconcile_to_equal, start, sync};
 
 /// Stamps of seven fractional digits: the next sync asks from the overlap before its cursor,
 /// a stamp the server must be able to read. `DateTime` takes at most seven digits; the
@@ -425,7 +225,50 @@ async fn a_server_keeping_finer_stamps_than_it_serves_is_synced_whole(db: Db) {
     svc.stop().await;
 }
 
+/// A server typing `DateOfCreation` otherwise than `DateModified` (an `Edm.DateTimeOffset`
+/// beside an `Edm.DateTime`) takes another literal form for each. A later sync asks first for
+/// the records never modified created since its window (a `DateOfCreation` filter), then for
+/// those modified (a `DateModified` one): the form found for the first was kept for the
+/// second, which the server refused, and every later sync failed.
+async fn stamps_of_two_fields_typed_otherwise_are_each_asked_as_taken(db: Db) {
+    let fake = Fake::seeded(30, "");
+    fake.put_unmodified(2001, Some("2025-12-31T00:00:00"));
+    *fake.created_typed_as.lock().unwrap() = Some("datetimeoffset");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 31).await;
+    fake.put(1005, 2, "2026-01-01T00:00:40");
+    fake.put_unmodified(2002, Some("2026-01-01T00:00:41"));
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!((next["data"][0]["inserted"].clone(), next["data"][0]["updated"].clone()), (json!(1), json!(1)));
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    svc.stop().await;
+}
+
+/// A row withheld after paging (soft-deleted) is purged between an empty page and the
+/// following of its next link, which counts by position (`$skip`): the rows after it move one
+/// place back, and the page the link leads to starts one record late. The reconciling took the
+/// record it skipped for deleted upstream and removed it from the mirror; an incremental sync
+/// never brought it back (it did not change).
+async fn a_record_skipped_by_a_next_link_is_not_removed(db: Db) {
+    let fake = Fake::seeded(50, "");
+    // Stamped before the next sync's window, so that only the reconciling reads them.
+    for id in 1001..=1030 {
+        fake.put(id, 1, &format!("2025-06-01T00:00:{:02}", id - 1000));
+    }
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    fake.hidden.lock().unwrap().extend(1011..=1020);
+    *fake.purged_after_link.lock().unwrap() = Some(1011);
+    let reconciled = reconcile_to_equal(&svc, &token, &fake).await;
+    assert_eq!(reconciled["removed"], 10, "{reconciled}");
+    assert!(fake.purged_after_link.lock().unwrap().is_none(), "no row was purged");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    stamps_of_two_fields_typed_otherwise_are_each_asked_as_taken,
+    a_record_skipped_by_a_next_link_is_not_removed,
     a_server_keeping_finer_stamps_than_it_serves_is_synced_whole,
     empty_pages_linking_to_each_other_end_the_sync,
     empty_pages_linking_onward_for_ever_end_the_sync,
