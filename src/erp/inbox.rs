@@ -18,7 +18,6 @@ use serde_json::{Value, json};
 use slog::Logger;
 
 use super::mapping::{self, Mapping};
-use super::pull::erp_record;
 use super::webhook::WebhookCall;
 use super::{ErpError, ErpService, model_named};
 use crate::background::task::{Chore, Failed, Pace, Plan, Stop, Stopping, Task};
@@ -206,9 +205,9 @@ impl ErpService {
         info: &generated::erp::ModelInfo,
         id: &str,
     ) -> Result<(&'static str, Option<Value>), ErpError> {
-        let fetched = self.client()?.get(info.name, id).await?;
+        let fetched = self.fetch_record(info, id).await?;
         let mapping = mapping::mapping_for(info.name);
-        let (mirror, field_report) = match fetched.and_then(erp_record) {
+        let (mirror, field_report) = match fetched {
             Some(record) => {
                 let outcome = self.store().erp_upsert(info.name, &[record]).await?;
                 let mirror = match outcome.first() {

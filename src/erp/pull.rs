@@ -276,7 +276,7 @@ impl ErpService {
 
     /// Fetches a record by id and stores it; whether the ERP had it.
     async fn store_fetched(&self, info: &ModelInfo, id: &str, report: &mut PullReport) -> Result<bool, ErpError> {
-        let Some(record) = self.client()?.get(info.name, id).await?.and_then(erp_record) else { return Ok(false) };
+        let Some(record) = self.fetch_record(info, id).await? else { return Ok(false) };
         for outcome in self.store().erp_upsert(info.name, &[record]).await? {
             report.count(outcome);
         }

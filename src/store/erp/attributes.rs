@@ -44,7 +44,8 @@ pub(super) fn entry<'a>(document: &'a Value, definition: &str) -> Option<&'a Val
 /// read it) with `answer` (the record as the ERP now has it, when it answered with one);
 /// `current` is the record as stored now. A definition whose value changed locally since the
 /// push read it stays pending, and its value is kept. The answer replaces the document unless
-/// a newer version was stored meanwhile (a pull of a later change at the ERP).
+/// a newer version was stored meanwhile (a pull of a later change at the ERP), by the rule of
+/// every other write ([`ErpRecord::supersedes`]).
 pub fn settle_push(current: &ErpRecord, pushed: &ErpRecord, answer: Option<&ErpRecord>) -> ErpRecord {
     let remaining: Vec<String> = current
         .pending_attributes
@@ -56,7 +57,7 @@ pub fn settle_push(current: &ErpRecord, pushed: &ErpRecord, answer: Option<&ErpR
         .collect();
     let mut settled = current.clone();
     if let Some(answer) = answer
-        && answer.version >= current.version
+        && answer.supersedes(current)
     {
         settled.document = answer.document.clone();
         keep_pending_attributes(&mut settled.document, &current.document, &remaining);

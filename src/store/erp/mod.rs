@@ -37,10 +37,9 @@ impl Store {
     }
 
     /// Stores records fetched from the ERP in one transaction. A record older than the stored
-    /// one (lower `version`, stamped no later) changes nothing: the mirror keeps the highest
-    /// version. A lower version stamped later is the record created again under its id (the
-    /// ERP starts it at version 0), and replaces the stored one. Locally
-    /// changed custom attribute values are kept until pushed.
+    /// one changes nothing ([`ErpRecord::supersedes`]): the mirror keeps the highest version,
+    /// or the record created again under its id (a later `createdDate`). Locally changed
+    /// custom attribute values are kept until pushed.
     ///
     /// On Postgres the writes take their change numbers at once, one update of the model's
     /// `mirror_feed` row: numbered one row at a time by the triggers, each update of that row
@@ -60,9 +59,7 @@ impl Store {
                     writes.push((record, None, true));
                     Upserted::Inserted
                 }
-                Some(stored) if record.version < stored.version && record.last_modified <= stored.last_modified => {
-                    Upserted::Unchanged
-                }
+                Some(stored) if !record.supersedes(stored) => Upserted::Unchanged,
                 Some(stored) => {
                     let mut document = record.document.clone();
                     keep_pending_attributes(&mut document, &stored.document, &stored.pending_attributes);

@@ -16,6 +16,32 @@ pub struct ErpRecord {
     pub pending_attributes: Vec<String>,
 }
 
+impl ErpRecord {
+    /// Whether this record, as the ERP answered it, may replace `stored`, the mirror's record
+    /// of the same id. One record only moves forward: a lower `version` is an older read,
+    /// whatever its stamp (an ERP clock that ran ahead and was set right stamps a later
+    /// version earlier). A record created again under its id starts again at version 0 with a
+    /// later `createdDate`: it replaces the earlier one, which a late read never brings back.
+    /// Without `createdDate` on both, a lower version stamped later is taken for one created
+    /// again.
+    pub fn supersedes(&self, stored: &ErpRecord) -> bool {
+        match (created_of(&self.document), created_of(&stored.document)) {
+            (Some(mine), Some(theirs)) if mine != theirs => mine > theirs,
+            (Some(_), Some(_)) => self.version >= stored.version,
+            _ => self.version >= stored.version || self.last_modified > stored.last_modified,
+        }
+    }
+}
+
+/// A document's `createdDate` (epoch ms, a number or its text), when it has one.
+fn created_of(document: &Value) -> Option<i64> {
+    match document.get("createdDate")? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(text) => text.parse().ok(),
+        _ => None,
+    }
+}
+
 pub(in crate::store) fn erp_record(row: &sqlx::any::AnyRow) -> Result<ErpRecord, StoreError> {
     let json = |text: String| {
         serde_json::from_str::<Value>(&text).map_err(|e| StoreError::Query(format!("stored document is not JSON: {e}")))

@@ -206,3 +206,25 @@ async fn edits_of_one_record_at_once_lose_none() {
     })
     .await;
 }
+
+/// A record read again at a lower version never replaces a higher one, whatever its stamp (a
+/// clock set back); a record created again under its id (a later `createdDate`) replaces the
+/// earlier one, and a late read of the earlier one does not come back over it.
+#[test]
+fn a_record_moves_forward_or_to_its_next_creation_only() {
+    let read = |created: i64, version: i64, stamp: i64| ErpRecord {
+        id: "5".into(),
+        version,
+        last_modified: stamp,
+        document: json!({"id": "5", "createdDate": created, "version": version.to_string()}),
+        pending_attributes: Vec::new(),
+    };
+    let (first, ahead, after) = (read(100, 0, 100), read(100, 1, 9_000), read(100, 2, 500));
+    assert!(ahead.supersedes(&first) && after.supersedes(&ahead));
+    assert!(!ahead.supersedes(&after), "a lower version stamped by a clock that ran ahead");
+    assert!(after.supersedes(&after), "the same version read again");
+    let again = read(600, 0, 600);
+    assert!(again.supersedes(&after) && !after.supersedes(&again), "created again under its id");
+    let bare = |version: i64, stamp: i64| ErpRecord { document: json!({"id": "5"}), ..read(0, version, stamp) };
+    assert!(bare(0, 600).supersedes(&bare(2, 500)) && !bare(1, 400).supersedes(&bare(2, 500)));
+}

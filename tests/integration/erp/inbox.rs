@@ -5,7 +5,7 @@ use crate::common::Api;
 use crate::common::contract::Checked;
 use crate::common::{Db, TestService, error_body};
 use integration_service::store::Dialect;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 
 use super::*;
@@ -82,16 +82,8 @@ async fn failed_processing_is_retried_and_survives_a_restart(db: Db) {
     erp_fault(&svc, json!({"path_prefix": "/webapp/api/v1/article/id/11", "status": 503, "times": 1000})).await;
     let call = json!({"entityName": "article", "entityId": "11", "type": "updated"});
     let id = accepted(webhook(&svc).json(&call).checked().await.unwrap()).await;
-    let mut pending = Value::Null;
-    for _ in 0..100 {
-        let show = svc.get_json(&token, "/api/v1/erp/show").await;
-        pending = show["inbox"]["calls"].as_array().unwrap().iter().find(|c| c["id"] == id).cloned().unwrap();
-        if pending["attempts"].as_i64() >= Some(1) {
-            assert_eq!(show["inbox"]["pending"], 1);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (pending, inbox) = first_attempt(&svc, &token, id).await;
+    assert_eq!(inbox["pending"], 1, "{inbox}");
     assert_eq!(pending["state"], "pending", "{pending}");
     assert!(pending["last_error"].as_str().unwrap().contains("503"), "{pending}");
 

@@ -2,6 +2,7 @@
 //! the helper routes, and registering the webhooks from the command line. Both databases. The
 //! fixtures the scenarios share are here.
 
+mod answers;
 mod attribute_races;
 mod inbox;
 mod pull_races;
@@ -94,6 +95,20 @@ async fn inbox_call(svc: &TestService, token: &str, inbox_id: i64, state: &str) 
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("inbox call {inbox_id} never reached {state}: {}", svc.get_json(token, "/api/v1/erp/show").await["inbox"]);
+}
+
+/// Polls the inbox until the call was attempted once (or left `pending`): the call and the
+/// inbox's overview as they were then.
+async fn first_attempt(svc: &TestService, token: &str, inbox_id: i64) -> (Value, Value) {
+    for _ in 0..100 {
+        let show = svc.get_json(token, "/api/v1/erp/show").await;
+        let call = show["inbox"]["calls"].as_array().unwrap().iter().find(|c| c["id"] == inbox_id).cloned().unwrap();
+        if call["attempts"].as_i64() >= Some(1) || call["state"] != "pending" {
+            return (call, show["inbox"].clone());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("inbox call {inbox_id} was never attempted");
 }
 
 /// [`start`], with the ERP's customer 5 brought by its update webhook (mapped to the company

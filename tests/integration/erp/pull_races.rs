@@ -93,21 +93,35 @@ async fn refreshing_a_record_the_erp_lost_removes_its_mapped_record(db: Db) {
 /// late answer must not bring it back: no later call names it.
 async fn a_refresh_answered_after_a_delete_leaves_the_record_removed(db: Db) {
     let (svc, token) = start_with_customer_5(db).await;
-    let late = json!({"path_prefix": "/webapp/api/v1/customer/id/5", "status": 200, "answer_delay_ms": 3000});
-    erp_fault(&svc, late).await;
-    let before = erp_calls(&svc).await;
-    let refresh = svc.get_json(&token, "/api/v1/erp/update/customer/5");
     let meanwhile = async {
-        erp_called_past(&svc, before).await;
-        // The refresh has read the customer and waits to be answered.
         erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
         processed(&svc, &token, &json!({"entityName": "customer", "entityId": "5", "type": "deleted"})).await
     };
-    let (refreshed, deleted) = tokio::join!(refresh, meanwhile);
+    let (refreshed, deleted) = while_a_refresh_is_late(&svc, &token, "5", meanwhile).await;
     assert_eq!(deleted["outcome"]["mirror"], "deleted", "{deleted}");
     assert_eq!(refreshed["data"][0]["removed"], 1, "asked again and removed: {refreshed}");
     error_body(svc.get(&token, "/api/v1/erp/show/customer/5").await, 404).await;
     svc.stop().await;
+}
+
+/// Refreshes customer `id` (`update/customer/{id}`) with its answer 3 s late; `meanwhile` runs
+/// once the ERP has read the customer for it. The refresh's report, and what `meanwhile` gave.
+async fn while_a_refresh_is_late<T>(
+    svc: &TestService,
+    token: &str,
+    id: &str,
+    meanwhile: impl std::future::Future<Output = T>,
+) -> (Value, T) {
+    let path = format!("/webapp/api/v1/customer/id/{id}");
+    erp_fault(svc, json!({"path_prefix": path, "status": 200, "answer_delay_ms": 3000})).await;
+    let before = erp_calls(svc).await;
+    let route = format!("/api/v1/erp/update/customer/{id}");
+    let refresh = svc.get_json(token, &route);
+    let after_the_read = async {
+        erp_called_past(svc, before).await;
+        meanwhile.await
+    };
+    tokio::join!(refresh, after_the_read)
 }
 
 /// A customer changed at the ERP while a full pull pages by id, after the pull read it: that
@@ -172,7 +186,32 @@ async fn a_change_after_the_erp_clock_was_set_back_is_pulled(db: Db) {
     svc.stop().await;
 }
 
+/// The ERP's clock ran an hour ahead when customer 6 was changed, and was set right before its
+/// next change: the later version carries the earlier stamp. A refresh that read the first
+/// version and is answered after a webhook mirrored the second must not move the record back
+/// (nothing names it again: the mirror would keep the older version until a reconciling).
+async fn a_late_read_stamped_by_a_clock_that_ran_ahead_does_not_move_a_record_back(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    svc.erp_sandbox("behaviour", json!({"clock_offset_ms": 3_600_000})).await;
+    erp_update(&svc, "customer", "6", json!({"email": "ahead@example.com"})).await;
+    svc.erp_sandbox("behaviour", json!({"clock_offset_ms": 0})).await;
+    let meanwhile = async {
+        erp_update(&svc, "customer", "6", json!({"email": "after@example.com"})).await;
+        processed(&svc, &token, &json!({"entityName": "customer", "entityId": "6", "type": "updated"})).await
+    };
+    let (refreshed, updated) = while_a_refresh_is_late(&svc, &token, "6", meanwhile).await;
+    assert_eq!(updated["outcome"]["mirror"], "inserted", "{updated}");
+    let customer = svc.get_json(&token, "/api/v1/erp/show/customer/6").await;
+    assert_eq!(
+        (customer["version"].as_str(), customer["email"].as_str()),
+        (Some("2"), Some("after@example.com")),
+        "{refreshed}"
+    );
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_late_read_stamped_by_a_clock_that_ran_ahead_does_not_move_a_record_back,
     a_record_deleted_while_a_pull_reads_it_stays_removed,
     a_record_created_and_deleted_while_a_pull_reads_it_is_not_stored,
     refreshing_a_record_the_erp_lost_removes_its_mapped_record,
