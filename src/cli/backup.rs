@@ -24,6 +24,12 @@ pub(super) fn restore(url: &DatabaseUrl, from: &Path) -> anyhow::Result<()> {
         println!("the database it replaces was moved to {}", set_aside.display());
     }
     println!("restored {} from {} (migration {})", restore.database.display(), from.display(), restore.migration);
+    if let Some(reason) = &restore.feed_not_carried {
+        eprintln!(
+            "warning: the replaced database could not be read ({reason}), so change-feed positions its consumers \
+             reached after the backup are not refused: have them export the sets again"
+        );
+    }
     if restore.migration < restore.known {
         println!(
             "the backup is older than this release: `serve` (or `migrate`) applies migrations {} to {} at its start",

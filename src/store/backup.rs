@@ -82,6 +82,9 @@ pub struct Restore {
     pub known: i64,
     /// Where the database the restore replaced was moved, if there was one.
     pub set_aside: Option<PathBuf>,
+    /// Why the change feed's numbers of the replaced database could not be carried forward
+    /// (it could not be read: the restore goes on, as over a damaged database it must).
+    pub feed_not_carried: Option<String>,
 }
 
 /// Copies the database of `url` into a new file `to`, while other processes read and write it.
@@ -153,8 +156,10 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     let _claim = claim(&partial, &partial)?;
     // Copied through SQLite, as checked: with the write-ahead log a copy of a database may
     // have beside it (a snapshot of a volume), which a copy of the file alone would lose.
+    let mut feed_not_carried = None;
     let copied = copy_into(from, OpenFlags::SQLITE_OPEN_READ_ONLY, &partial, &database)
         .and_then(|()| carry_feed_forward(&database, &partial))
+        .map(|not_carried| feed_not_carried = not_carried)
         .and_then(|()| owned_as_replaced(&partial, &database))
         .and_then(|()| sync_file(&partial))
         .and_then(|()| set_aside(&database));
@@ -166,7 +171,7 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
         }
     };
     rename(&partial, &database)?;
-    Ok(Restore { database, migration, known, set_aside })
+    Ok(Restore { database, migration, known, set_aside, feed_not_carried })
 }
 
 /// Carries the change feed's numbers of the `replaced` database (when there is one) into the
@@ -177,37 +182,53 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
 /// numbers the replaced database took further than the backup goes on after them, with every
 /// position up to them refused (410 `cursor_expired`, as for removals no longer kept): its
 /// consumers copy it again. A database older than the feed (migration 0029) has nothing to
-/// carry.
-fn carry_feed_forward(replaced: &Path, copy: &Path) -> Result<(), BackupError> {
+/// carry. A replaced database that cannot be read is no reason to refuse the restore (a damaged
+/// one is what a restore is for): the answer says why nothing was carried.
+fn carry_feed_forward(replaced: &Path, copy: &Path) -> Result<Option<String>, BackupError> {
     if !replaced.is_file() {
-        return Ok(());
+        return Ok(None);
     }
-    let failed = |path: &Path| {
-        let path = path.to_path_buf();
-        move |error| BackupError::Sqlite { path, error }
+    let answered = match feed_numbers(replaced) {
+        Ok(answered) => answered,
+        Err(error) => return Ok(Some(error.to_string())),
     };
-    let old = Connection::open_with_flags(replaced, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(failed(replaced))?;
-    let Ok(mut statement) = old.prepare("SELECT mirror, entity, last_seq FROM mirror_feed") else {
-        return Ok(());
-    };
-    let answered = statement
-        .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, i64>(2)?)))
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-        .map_err(failed(replaced))?;
-    let new = Connection::open(copy).map_err(failed(copy))?;
-    if new.prepare("SELECT 1 FROM mirror_feed").is_err() {
-        return Ok(());
+    let new = Connection::open(copy).map_err(|error| BackupError::Sqlite { path: copy.to_path_buf(), error })?;
+    let carried = (|| -> rusqlite::Result<()> {
+        if !has_feed(&new)? {
+            return Ok(());
+        }
+        for (mirror, entity, last) in answered {
+            new.execute(
+                "INSERT INTO mirror_feed (mirror, entity, last_seq, expired_through) VALUES (?1, ?2, ?3 + 1, ?3 + 1) \
+                 ON CONFLICT (mirror, entity) DO UPDATE SET last_seq = excluded.last_seq, \
+                 expired_through = excluded.expired_through WHERE mirror_feed.last_seq < ?3",
+                rusqlite::params![mirror, entity, last],
+            )?;
+        }
+        Ok(())
+    })();
+    carried.map_err(|error| BackupError::Sqlite { path: copy.to_path_buf(), error })?;
+    Ok(None)
+}
+
+/// The last number of each set's change feed in the database at `path`; none when it is older
+/// than the feed.
+fn feed_numbers(path: &Path) -> rusqlite::Result<Vec<(String, String, i64)>> {
+    let connection = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    if !has_feed(&connection)? {
+        return Ok(Vec::new());
     }
-    for (mirror, entity, last) in answered {
-        new.execute(
-            "INSERT INTO mirror_feed (mirror, entity, last_seq, expired_through) VALUES (?1, ?2, ?3 + 1, ?3 + 1) \
-             ON CONFLICT (mirror, entity) DO UPDATE SET last_seq = excluded.last_seq, \
-             expired_through = excluded.expired_through WHERE mirror_feed.last_seq < ?3",
-            rusqlite::params![mirror, entity, last],
-        )
-        .map_err(failed(copy))?;
-    }
-    Ok(())
+    let mut statement = connection.prepare("SELECT mirror, entity, last_seq FROM mirror_feed")?;
+    statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?.collect()
+}
+
+/// Whether the database has the change feed's table (migration 0029 and later).
+fn has_feed(connection: &Connection) -> rusqlite::Result<bool> {
+    connection.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mirror_feed'",
+        [],
+        |row| row.get::<_, i64>(0).map(|n| n > 0),
+    )
 }
 
 /// Gives the restored copy the owner and mode of the database it replaces, or the owner of the

@@ -161,6 +161,20 @@ fn a_partial_file_left_by_a_stopped_backup_is_replaced() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Restores `copy` once the closed store's connections have let go of the database (the
+/// store's SQLite connections outside the pool close on their own threads).
+async fn restore_once_let_go(url: &DatabaseUrl, copy: &Path) -> Restore {
+    let started = std::time::Instant::now();
+    loop {
+        match restore(url, copy) {
+            Err(BackupError::InUse(_)) if started.elapsed() < std::time::Duration::from_secs(30) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            other => return other.unwrap(),
+        }
+    }
+}
+
 async fn tag(store: &Store, id: &str) {
     let record = crate::store::fieldreport::records::MirrorRecord {
         id: id.into(),
@@ -188,15 +202,7 @@ async fn a_feed_position_answered_after_the_backup_is_refused_after_a_restore() 
     let since = followed.last().unwrap().seq;
     store.close().await;
     drop(store);
-    let started = std::time::Instant::now();
-    loop {
-        match restore(&url, &copy) {
-            Err(BackupError::InUse(_)) if started.elapsed() < std::time::Duration::from_secs(30) => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await
-            }
-            other => break drop(other.unwrap()),
-        };
-    }
+    restore_once_let_go(&url, &copy).await;
     let store = Store::open(&url).await.unwrap();
     for id in ["5", "6", "7", "8"] {
         tag(&store, id).await;
@@ -208,6 +214,26 @@ async fn a_feed_position_answered_after_the_backup_is_refused_after_a_restore() 
     tag(&store, "9").await;
     let after = store.feed_changes(Mirror::FieldReport, "tags", feed.last_seq, 100).await.unwrap();
     assert_eq!(after.iter().map(|change| change.id.as_str()).collect::<Vec<_>>(), ["9"]);
+    store.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A damaged database is what a restore is for: when the feed of the database it replaces
+/// cannot be read, the restore still replaces it, and says that the feed's numbers were not
+/// carried forward.
+#[tokio::test]
+async fn a_feed_that_cannot_be_read_is_replaced_and_said_not_carried() {
+    let (dir, url, store) = store_with_a_user().await;
+    let copy = dir.join("copy.db");
+    backup(&url, &copy).unwrap();
+    // The damage: the feed's table no longer has the column its numbers are read from.
+    sqlx::query("ALTER TABLE mirror_feed RENAME COLUMN last_seq TO lost").execute(store.pool()).await.unwrap();
+    store.close().await;
+    drop(store);
+    let restored = restore_once_let_go(&url, &copy).await;
+    assert!(restored.feed_not_carried.is_some_and(|reason| reason.contains("last_seq")));
+    let store = Store::open(&url).await.unwrap();
+    assert_eq!(user_emails(&store).await, ["before@example.com"]);
     store.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
