@@ -17,6 +17,7 @@ pub mod connections;
 mod departure;
 pub mod docs_path;
 mod own_answers;
+mod repeated_headers;
 mod routed_path;
 mod runs_to_end;
 mod send_deadline;
@@ -337,6 +338,10 @@ impl Front {
         if head_bytes > self.max_header_bytes {
             let message = format!("The request's headers are larger than {} bytes.", self.max_header_bytes);
             return Err(coded_error(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", &message, path));
+        }
+        if let Some(name) = repeated_headers::repeated(req.headers()) {
+            let message = format!("The header {name} is sent more than once; send it once.");
+            return Err(coded_error(StatusCode::BAD_REQUEST, "bad_request", &message, path));
         }
         let routed = routed_path::routed(path);
         if routed_path::is_under(&routed, INTERNAL_PREFIX.trim_end_matches('/')) {

@@ -268,3 +268,32 @@ async fn ambiguous_framing_is_never_read_two_ways() {
     }
     svc.stop().await;
 }
+
+/// A header the service reads one of, sent twice, is 400 before anything reads either: a proxy
+/// that checked the first `Authorization` (or keyed a retry on the first `Idempotency-Key`)
+/// would otherwise see another request than the service. Lists (`X-Forwarded-For`) pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_read_once_sent_twice_is_400() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let body = r#"{"kind":"fieldreport.sync","target":"tags"}"#;
+    let head = "POST /api/v1/jobs HTTP/1.1\r\nhost: t\r\ncontent-type: application/json\r\n";
+    let bearer = format!("authorization: Bearer {token}\r\n");
+    for (twice, name) in [
+        (format!("{bearer}authorization: Bearer x\r\n"), "Authorization"),
+        (format!("authorization: Bearer x\r\n{bearer}"), "Authorization"),
+        (format!("{bearer}idempotency-key: a\r\nidempotency-key: b\r\n"), "Idempotency-Key"),
+        (format!("{bearer}content-type: text/plain\r\n"), "Content-Type"),
+        (format!("{bearer}host: u\r\n"), "Host"),
+    ] {
+        let (status, answer) = raw(address(&svc), format!("{head}{twice}").as_bytes(), body.as_bytes()).await;
+        assert_eq!(status, 400, "{twice}: {answer}");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["error_code"], "bad_request", "{twice}");
+        assert!(answer["message"].as_str().unwrap().contains(name), "{answer}");
+    }
+    let listed = format!("{head}{bearer}x-forwarded-for: 10.0.0.1\r\nx-forwarded-for: 10.0.0.2\r\n");
+    let (status, answer) = raw(address(&svc), listed.as_bytes(), body.as_bytes()).await;
+    assert_eq!(status, 202, "{answer}");
+    svc.stop().await;
+}
