@@ -15,7 +15,6 @@ use crate::file_storage::{Storage, StorageKey};
 use crate::mail::Mailer;
 use crate::metrics::ObservationSource;
 use crate::stop::{Stop, StopSignal};
-use crate::store::leasing::watch::WatchRow;
 use crate::store::now_ms;
 use crate::upstream::leasing::{LeasingClient, body};
 use crate::upstream::{UpstreamError, summarise};
@@ -195,11 +194,13 @@ impl LeasingService {
     /// Starts watching a request created elsewhere (or created here: then it is watched
     /// already): reads its state now, which also proves that the provider knows it. The
     /// events of a request first watched here go to `user_id`'s subscriptions.
-    pub async fn watch(&self, id: &str, user_id: i64) -> Result<WatchRow, LeasingError> {
+    /// The request `id` as the provider answers it now, and when it was asked: what a watch
+    /// starts from ([`crate::leasing::watch::Watcher::start`], whose failures are the store's,
+    /// not a contract's).
+    pub async fn read_to_watch(&self, id: &str) -> Result<(Value, i64), LeasingError> {
         let id = financing_id(id)?;
         let read_at = now_ms();
-        let request = self.client()?.get(id).await?;
-        self.watcher.start(id, &request, read_at, user_id).await.map_err(|e| LeasingError::Storage(e.to_string()))
+        Ok((self.client()?.get(id).await?, read_at))
     }
 
     pub fn is_configured(&self) -> bool {

@@ -13,6 +13,7 @@ use crate::api::leasing::owner::FinancingIdPath;
 use crate::api::support::guard::{BearerToken, needs};
 use crate::api::support::paging::{Cursor, CursorParam, PageMeta, PageQuery};
 use crate::error::ApiError;
+use crate::leasing::watch::WatchError;
 use crate::leasing::watch::subscriptions::{SubscriptionRequest, WithSecret};
 use crate::store::leasing::watch::{SubscriptionRow, Viewer, WatchRow};
 use crate::vocabulary::key_page::StampedKey;
@@ -358,6 +359,8 @@ pub async fn leasing_watch(
     path: Path<FinancingIdPath>,
 ) -> Result<HttpResponseOk<Watch>, ApiError> {
     let (caller, id) = crate::api::leasing::owner::reach(&rqctx, &token, path).await?;
-    let row = rqctx.context().leasing.watch(&id, caller.user.id).await?;
+    let leasing = &rqctx.context().leasing;
+    let (request, read_at) = leasing.read_to_watch(&id).await?;
+    let row = leasing.watcher().start(&id, &request, read_at, caller.user.id).await.map_err(WatchError::Store)?;
     Ok(HttpResponseOk(row.into()))
 }

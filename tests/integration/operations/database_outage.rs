@@ -14,7 +14,7 @@ use crate::common::contract::Checked;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::common::{Db, TestService, error_body, fresh_database};
+use crate::common::{Db, TestService, error_body, fresh_database, leasing_request};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -107,6 +107,28 @@ async fn a_database_outage_answers_503_and_the_service_recovers_by_itself() {
     assert_eq!(svc.client.get(svc.url("/readyz")).checked().await.unwrap().status(), 200);
     let token_again = svc.token("ada@example.com", "analytical-engine").await;
     assert!(!token_again.is_empty());
+    svc.stop().await;
+}
+
+/// A watch started while the database refuses writes is 503 `service_unavailable` in the
+/// leasing envelope, as any other request then, not 500 `storage_error` with the message of a
+/// contract document that could not be stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_started_while_sqlite_is_locked_is_503() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let token = svc.user_token().await;
+    let direct = svc.client.post(format!("{}/basic/v1/requests", svc.leasing)).json(&leasing_request("Lock Ltd"));
+    let direct: serde_json::Value = direct.checked().await.unwrap().json().await.unwrap();
+    let watch = format!("/api/v1/leasing/{}/watch", direct["FinancingId"].as_str().unwrap());
+
+    let file = svc.database_url.trim_start_matches("sqlite://").to_string();
+    let other_process = rusqlite::Connection::open(&file).unwrap();
+    other_process.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let body = error_body(svc.call(&token, reqwest::Method::POST, &watch, None).await, 503).await;
+    assert_eq!((body["error_code"].as_str(), body["success"].as_bool()), (Some("service_unavailable"), Some(false)));
+
+    other_process.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(svc.call(&token, reqwest::Method::POST, &watch, None).await.status(), 200);
     svc.stop().await;
 }
 
