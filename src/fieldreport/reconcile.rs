@@ -10,8 +10,9 @@
 //! - a record whose version differs, last written here before the reconciling began, is
 //!   fetched again (`refreshed`);
 //! - a record written here before it began that the upstream no longer has (missing from the
-//!   list, and not found when asked for by Id) is removed (`removed`), unless a local change of it waits for the upstream (a pending push, an
-//!   update of unknown outcome): those are kept and reported (`kept_pending`).
+//!   list, and not found when asked for by Id) is removed (`removed`), unless a local change
+//!   of it waits for the upstream (a pending push, an update of unknown outcome): those are
+//!   kept and reported (`kept_pending`).
 //!
 //! Records deleted here whose delete waits for the upstream are neither fetched nor removed.
 //! It holds the set's sync lease, so it never runs beside a sync of the set; interrupted, it
