@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::service::record_id;
 use crate::store::fieldreport::records::{SyncedRecord, external_id};
 use crate::upstream::fieldreport::ODataPage;
+use crate::vocabulary::json_integer::json_integer;
 use crate::vocabulary::stamp::Stamp;
 
 /// The fields of a record that a sync reads; the rest of the document is skipped, not parsed.
@@ -165,7 +166,7 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
                     }
                     read.last_key = Some((modified.clone(), number));
                 }
-                let version = head.version.as_ref().and_then(super::service::version_number).unwrap_or(0);
+                let version = head.version.as_ref().and_then(json_integer).unwrap_or(0);
                 let external_id = external_id(head.external_id.as_ref());
                 read.records.push(SyncedRecord { id, version, external_id, document });
             }

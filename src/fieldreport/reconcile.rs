@@ -28,6 +28,7 @@ use super::service::{FieldReportError, FieldReportService, record_id};
 use crate::store::now_ms;
 use crate::upstream::{System, UpstreamError};
 use crate::vocabulary::id_batches::IdBatches;
+use crate::vocabulary::json_integer::json_integer;
 
 /// Ids asked for per request.
 const WINDOW: usize = 500;
@@ -187,7 +188,7 @@ impl FieldReportService {
                     detail: format!("{} has the Id {id:?}, not an Int64 key", info.set),
                 })?;
                 highest = highest.max(Some(number));
-                let version = value.get("Version").and_then(super::service::version_number).unwrap_or(0);
+                let version = value.get("Version").and_then(json_integer).unwrap_or(0);
                 ids.insert(id, version);
             }
             if highest == above {

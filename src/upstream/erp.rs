@@ -18,6 +18,7 @@ use url::Url;
 use super::config::ErpConfig;
 use super::{CallOutcome, System, UpstreamError, error_chain, json_answer, retry_read, retry_throttled, summarise};
 use crate::metrics::{CallRecorder, Metrics};
+use crate::vocabulary::json_integer::json_integer;
 
 const SYSTEM: System = System::Erp;
 
@@ -61,20 +62,12 @@ pub fn problem_message(body: &str) -> String {
 
 /// The ERP's `version` (a number sent as a string) as a number; 0 when absent.
 pub fn version_of(record: &Value) -> i64 {
-    match record.get("version") {
-        Some(Value::String(text)) => text.parse().unwrap_or(0),
-        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
-        _ => 0,
-    }
+    record.get("version").and_then(json_integer).unwrap_or(0)
 }
 
 /// A record's `lastModifiedDate` (epoch ms); 0 when absent.
 pub fn last_modified_of(record: &Value) -> i64 {
-    match record.get("lastModifiedDate") {
-        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
-        Some(Value::String(text)) => text.parse().unwrap_or(0),
-        _ => 0,
-    }
+    record.get("lastModifiedDate").and_then(json_integer).unwrap_or(0)
 }
 
 /// A record's `id` as text.

@@ -10,6 +10,7 @@ pub mod address_group;
 pub mod calls;
 pub mod field_errors;
 pub mod id_batches;
+pub mod json_integer;
 pub mod key_page;
 pub mod leasing_codes;
 pub mod owner;

@@ -18,6 +18,7 @@ use crate::store::{Store, StoreError};
 use crate::upstream::UpstreamError;
 use crate::upstream::fieldreport::FieldReportClient;
 use crate::vocabulary::field_errors::FieldErrors;
+use crate::vocabulary::json_integer::json_integer;
 
 // Fields the upstream sets itself, never sent back on update: `system_fields` of
 // `spec/upstream/fieldreport/mirror.toml`.
@@ -137,15 +138,10 @@ pub(super) fn without_system_fields(document: &Value) -> Value {
     outgoing
 }
 
-/// A record's `Version` (see [`version_number`]); 0 when it has none.
+/// A record's `Version`, a JSON integer or its text as OData v3 writes every Edm.Int64; 0
+/// when it has none.
 pub(super) fn version_of(document: &Value) -> i64 {
-    document.get("Version").and_then(version_number).unwrap_or(0)
-}
-
-/// A `Version` as the field-report system writes it: a JSON integer, or, as OData v3 JSON
-/// writes every Edm.Int64, the same number as a string (`"3"`).
-pub(super) fn version_number(value: &Value) -> Option<i64> {
-    value.as_i64().or_else(|| value.as_str()?.parse().ok())
+    document.get("Version").and_then(json_integer).unwrap_or(0)
 }
 
 /// The entity set named by its route (`costCenters`) or set name (`CostCenters`).

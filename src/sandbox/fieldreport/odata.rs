@@ -19,5 +19,5 @@ pub(super) fn query_params(query: Option<&str>) -> HashMap<String, String> {
 
 /// An `Edm.Int64` as OData JSON writes it: a number (v4), or its digits as a string (v3).
 pub(super) fn edm_int64(value: &Value) -> Option<i64> {
-    value.as_i64().or_else(|| value.as_str()?.parse().ok())
+    crate::vocabulary::json_integer::json_integer(value)
 }

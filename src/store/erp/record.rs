@@ -1,5 +1,6 @@
 //! One mirrored ERP record as the store reads it from `erp_records`.
 
+use crate::vocabulary::json_integer::json_integer;
 use serde_json::Value;
 use sqlx::Row;
 
@@ -35,11 +36,7 @@ impl ErpRecord {
 
 /// A document's `createdDate` (epoch ms, a number or its text), when it has one.
 fn created_of(document: &Value) -> Option<i64> {
-    match document.get("createdDate")? {
-        Value::Number(n) => n.as_i64(),
-        Value::String(text) => text.parse().ok(),
-        _ => None,
-    }
+    json_integer(document.get("createdDate")?)
 }
 
 pub(in crate::store) fn erp_record(row: &sqlx::any::AnyRow) -> Result<ErpRecord, StoreError> {
