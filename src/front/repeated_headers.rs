@@ -4,22 +4,17 @@
 //! would be read as another type. RFC 9110 allows a list only for fields defined as lists;
 //! these are not, so a request with two of one is refused (400 `bad_request`).
 
-/// The fields the service reads exactly one of.
-const SINGLE: [http::HeaderName; 4] = [
-    http::header::AUTHORIZATION,
-    http::header::CONTENT_TYPE,
-    http::header::HOST,
-    http::HeaderName::from_static("idempotency-key"),
+/// The fields the service reads exactly one of, with their names as a message spells them.
+const SINGLE: [(http::HeaderName, &str); 4] = [
+    (http::header::AUTHORIZATION, "Authorization"),
+    (http::header::CONTENT_TYPE, "Content-Type"),
+    (http::header::HOST, "Host"),
+    (http::HeaderName::from_static("idempotency-key"), "Idempotency-Key"),
 ];
 
 /// The first field of [`SINGLE`] that `headers` holds more than once.
 pub(super) fn repeated(headers: &http::HeaderMap) -> Option<&'static str> {
-    SINGLE.iter().find(|name| headers.get_all(*name).iter().nth(1).is_some()).map(|name| match name.as_str() {
-        "authorization" => "Authorization",
-        "content-type" => "Content-Type",
-        "host" => "Host",
-        _ => "Idempotency-Key",
-    })
+    SINGLE.iter().find(|(name, _)| headers.get_all(name).iter().nth(1).is_some()).map(|(_, spelled)| *spelled)
 }
 
 #[cfg(test)]
