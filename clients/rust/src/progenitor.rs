@@ -50494,6 +50494,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50633,6 +50640,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -50813,6 +50827,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -50966,6 +50987,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51146,6 +51174,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51304,6 +51339,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51449,6 +51491,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -51631,6 +51680,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51770,6 +51826,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -51903,6 +51966,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52068,6 +52138,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52201,6 +52278,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52419,6 +52503,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52572,6 +52663,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -52753,6 +52851,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -52872,6 +52977,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53031,6 +53143,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53204,6 +53323,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53394,6 +53520,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -53646,6 +53779,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54063,6 +54203,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -54425,6 +54572,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -54543,6 +54697,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -54695,6 +54856,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -55069,6 +55237,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -55496,6 +55671,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55854,6 +56036,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -55972,6 +56161,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56124,6 +56320,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56498,6 +56701,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -56925,6 +57135,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57292,6 +57509,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -57412,6 +57636,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57564,6 +57795,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -57938,6 +58176,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58365,6 +58610,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -58727,6 +58979,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -58845,6 +59104,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -58997,6 +59263,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59371,6 +59644,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -59798,6 +60078,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60160,6 +60447,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -60278,6 +60572,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -60430,6 +60731,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -60804,6 +61112,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61231,6 +61546,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -61593,6 +61915,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -61711,6 +62040,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -61863,6 +62199,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -62237,6 +62580,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -62664,6 +63014,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63018,6 +63375,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -63136,6 +63500,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63288,6 +63659,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -63664,6 +64042,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -64011,6 +64396,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -64164,6 +64556,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -64338,6 +64737,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -64526,6 +64932,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -64735,6 +65148,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65099,6 +65519,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -65217,6 +65644,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65369,6 +65803,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -65743,6 +66184,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -66170,6 +66618,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -66537,6 +66992,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -66657,6 +67119,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -66809,6 +67278,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -67185,6 +67661,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -67614,6 +68097,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -67981,6 +68471,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -68101,6 +68598,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -68253,6 +68757,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -68629,6 +69140,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -69058,6 +69576,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -69425,6 +69950,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -69545,6 +70077,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -69697,6 +70236,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -70079,6 +70625,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -70432,6 +70985,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -70590,6 +71150,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -70723,6 +71290,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -70868,6 +71442,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -71028,6 +71609,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -71204,6 +71792,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -71404,6 +71999,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -71784,6 +72386,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -71904,6 +72513,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -72056,6 +72672,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -72442,6 +73065,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -72815,6 +73445,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -72982,6 +73619,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -73191,6 +73835,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -73551,6 +74202,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -73669,6 +74327,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -73821,6 +74486,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -74191,6 +74863,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -74614,6 +75293,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -74976,6 +75662,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -75096,6 +75789,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -75248,6 +75948,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -75622,6 +76329,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -76049,6 +76763,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -76403,6 +77124,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -76521,6 +77249,13 @@ pub mod builder {
                     )
                 }
                 410u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -76673,6 +77408,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -77043,6 +77785,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -77495,6 +78244,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -77822,6 +78578,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -77965,6 +78728,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -78294,6 +79064,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -78599,6 +79376,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -78750,6 +79534,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -78855,6 +79646,13 @@ pub mod builder {
                     )
                 }
                 403u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -79187,6 +79985,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -79316,6 +80121,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -79504,6 +80316,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -79838,6 +80657,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -79975,6 +80801,13 @@ pub mod builder {
                     )
                 }
                 409u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -80177,6 +81010,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -80334,6 +81174,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -80482,6 +81329,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -80614,6 +81468,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -80949,6 +81810,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -81104,6 +81972,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -81236,6 +82111,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -81574,6 +82456,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -81903,6 +82792,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -82134,6 +83030,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -82273,6 +83176,13 @@ pub mod builder {
                     )
                 }
                 404u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -82545,6 +83455,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -82642,6 +83559,13 @@ pub mod builder {
                         ),
                     )
                 }
+                413u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 414u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -82718,7 +83642,21 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
+                400u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -82779,6 +83717,13 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => Ok(ResponseValue::stream(response)),
+                400u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 400u16..=499u16 => {
                     Err(
                         Error::ErrorResponse(
@@ -82787,6 +83732,13 @@ pub mod builder {
                     )
                 }
                 401u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,
@@ -82862,7 +83814,21 @@ pub mod builder {
             let response = result?;
             match response.status().as_u16() {
                 200u16 => ResponseValue::from_response(response).await,
+                400u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
                 400u16..=499u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                413u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

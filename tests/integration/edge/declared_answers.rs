@@ -1,8 +1,9 @@
 //! The answers the service's edge gives whatever the operation, sent to every operation of the
-//! served document: no token or an unknown one (401), a body over the limit (413), malformed
-//! JSON (400), a body of another media type (415), a path parameter that is not UTF-8 (400), a
-//! head too large (431) or a request target too long (414) and, with the database down, 503
-//! with `Retry-After`, and a body that stops arriving (408).
+//! served document: no token or an unknown one (401), a body over the limit (413, whether the
+//! operation takes a body or not), malformed JSON (400), a body of another media type (415), a
+//! path parameter that is not UTF-8 (400), a head too large (431), a header read once sent
+//! twice (400) or a request target too long (414) and, with the database down, 503 with
+//! `Retry-After`, and a body that stops arriving (408).
 //! Each answer must be declared by the operation under its own status (openapi-zod-client, for
 //! one, drops a `4XX` range), fit that status's schema (so its `error_code` is in the enum
 //! there), have the headers it carries declared, and under `/api/v1/leasing` carry the leasing
@@ -144,10 +145,11 @@ async fn every_operation_declares_the_edge_s_answers(db: Db) {
             failures.send(&op, "unknown token", unknown_token, None).await;
         }
         let authorized = |path: &str| request(path).bearer_auth(&token);
+        let json = |path: &str| authorized(path).header("content-type", "application/json");
+        // Refused by its length before any operation reads it, whether the operation takes one.
+        let large = format!("[{}0]", "0,".repeat(LIMIT));
+        failures.send(&op, "body over the limit", json(&path).body(large), Some(413)).await;
         if op.body.is_some() {
-            let json = |path: &str| authorized(path).header("content-type", "application/json");
-            let large = format!("[{}0]", "0,".repeat(LIMIT));
-            failures.send(&op, "body over the limit", json(&path).body(large), Some(413)).await;
             failures.send(&op, "malformed JSON", json(&path).body("{\"a\": "), Some(400)).await;
             // RFC 9110: a body in a format the operation does not take is 415.
             for media in ["text/plain", "application/x-www-form-urlencoded"] {
@@ -171,10 +173,11 @@ async fn every_operation_declares_the_edge_s_answers(db: Db) {
 /// that a request target hyper refuses as too long (414) fits a head the front takes.
 const HEAD_LIMIT: usize = 70_000;
 
-/// Whatever the operation, the front refuses a head over `MAX_HEADER_BYTES` by itself (431), and
-/// hyper one with more headers than it parses (431) or a request target over 65,534 bytes
-/// (414), both replaced by the front's JSON: each must be declared by every operation under its
-/// own status, and under `/api/v1/leasing` carry the leasing envelope like every error there.
+/// Whatever the operation, the front refuses a head over `MAX_HEADER_BYTES` by itself (431) and
+/// one that sends a header the service reads once twice (400), and hyper one with more headers
+/// than it parses (431) or a request target over 65,534 bytes (414), both replaced by the
+/// front's JSON: each must be declared by every operation under its own status, and under
+/// `/api/v1/leasing` carry the leasing envelope like every error there.
 async fn every_operation_declares_the_refusals_of_a_head(db: Db) {
     let (svc, token) = TestService::with_user(db, &[("MAX_HEADER_BYTES", &HEAD_LIMIT.to_string())]).await;
     let document = served_document(&svc).await;
@@ -190,6 +193,9 @@ async fn every_operation_declares_the_refusals_of_a_head(db: Db) {
             many = many.header(format!("x-h{i}"), "1");
         }
         failures.send(&op, "120 headers", many, Some(431)).await;
+        // A header the service reads once, sent twice: refused by the front (400 `bad_request`).
+        let twice = request(&path).header("authorization", format!("Bearer {token}"));
+        failures.send(&op, "Authorization sent twice", twice, Some(400)).await;
         // Too long for reqwest's URLs: sent as bytes.
         let head = format!("{} {path}?pad={} HTTP/1.1\r\nhost: x\r\n\r\n", op.method, "p".repeat(66_000));
         let (status, headers, body) = raw_exchange(address, head.as_bytes()).await;

@@ -235,10 +235,16 @@ pub(super) fn declare_client_errors(
 
 /// What the front refuses before any operation is chosen, declared by every operation under
 /// its own status: a head over `MAX_HEADER_BYTES` or with more than 100 headers (431), a
-/// request target over 65,534 bytes (414, reachable when `MAX_HEADER_BYTES` is larger), and,
-/// where a body is read, one of another media type than JSON (415).
+/// request target over 65,534 bytes (414, reachable when `MAX_HEADER_BYTES` is larger), a
+/// header the service reads once sent twice or a head that cannot be read one way (400; an
+/// operation's own 400 is kept), a `Content-Length` over `MAX_BODY_BYTES` whether the
+/// operation takes a body or not (413), and, where a body is read, one of another media type
+/// than JSON (415).
 pub(super) fn declare_front_refusals(op: &mut Value, has_body: bool) {
     let reference = |name: &str| json!({"$ref": format!("#/components/responses/{name}")});
+    let responses = op["responses"].as_object_mut().expect("every operation has responses");
+    responses.entry("400").or_insert_with(|| reference("BadRequest"));
+    responses.insert("413".into(), reference("PayloadTooLarge"));
     op["responses"]["414"] = reference("UriTooLong");
     op["responses"]["431"] = reference("HeadersTooLarge");
     if has_body {
@@ -262,15 +268,16 @@ fn client_error_name(status: u16) -> &'static str {
     }
 }
 
-/// The shared client-error responses of their own: 400 and 410 (for [`declare_client_errors`]),
-/// 408 (every operation that takes a body), 414, 415 and 431 (for [`declare_front_refusals`]).
+/// The shared client-error responses of their own: 400 (for both of the above), 410 (for
+/// [`declare_client_errors`]), 408 (every operation that takes a body), 414, 415 and 431 (for
+/// [`declare_front_refusals`]).
 pub(super) fn add_client_errors(doc: &mut Value) {
     let content = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ApiError"}}});
     let responses = doc["components"]["responses"].as_object_mut().expect("the document has responses");
     responses.insert(
         "BadRequest".into(),
         json!({
-            "description": "The request could not be read (`bad_request`): malformed JSON, a path or query parameter of the wrong form, or a NUL character (U+0000), which the database cannot hold. The message names the problem; the same request will fail again.",
+            "description": "The request could not be read (`bad_request`): malformed JSON, a path or query parameter of the wrong form, a NUL character (U+0000), which the database cannot hold, and, whatever the operation, a head that cannot be read one way (two `Content-Length`s) or a header the service reads once (`Authorization`, `Content-Type`, `Host`, `Idempotency-Key`) sent twice. The message names the problem; the same request will fail again.",
             "content": content.clone()
         }),
     );

@@ -99,7 +99,7 @@ fn complete(doc: &mut Value) {
         }}
     });
     responses["PayloadTooLarge"] = json!({
-        "description": "The request body is larger than the configured limit (`MAX_BODY_BYTES`, 1 MiB by default).",
+        "description": "The request body is larger than the configured limit (`MAX_BODY_BYTES`, 1 MiB by default). A `Content-Length` over it is refused before any operation is chosen, whether the operation takes a body or not.",
         "content": error_content.clone()
     });
     responses["TooManyRequests"] = json!({
@@ -150,7 +150,6 @@ fn complete(doc: &mut Value) {
             }
             if has_body {
                 op["responses"]["408"] = json!({"$ref": "#/components/responses/RequestTimeout"});
-                op["responses"]["413"] = json!({"$ref": "#/components/responses/PayloadTooLarge"});
                 op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
             }
             let tags: Vec<String> =
