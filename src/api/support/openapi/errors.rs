@@ -245,10 +245,10 @@ pub(super) fn declare_front_refusals(op: &mut Value, has_body: bool) {
     let responses = op["responses"].as_object_mut().expect("every operation has responses");
     responses.entry("400").or_insert_with(|| reference("BadRequest"));
     responses.insert("413".into(), reference("PayloadTooLarge"));
-    op["responses"]["414"] = reference("UriTooLong");
-    op["responses"]["431"] = reference("HeadersTooLarge");
+    responses.insert("414".into(), reference("UriTooLong"));
+    responses.insert("431".into(), reference("HeadersTooLarge"));
     if has_body {
-        op["responses"]["415"] = reference("UnsupportedMediaType");
+        responses.insert("415".into(), reference("UnsupportedMediaType"));
     }
 }
 
