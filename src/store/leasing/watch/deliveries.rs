@@ -147,7 +147,9 @@ impl Store {
     /// Records one attempt of a delivery claimed by `owner`, and what it means for its
     /// subscription: a success clears `failing_since`; a failure sets it, and disables the
     /// subscription (failing its pending deliveries) when it was set before `disable_before`.
-    /// True when the subscription was disabled by this attempt.
+    /// An attempt that failed after its delivery stopped being pending (the subscription was
+    /// disabled meanwhile) leaves it as it is. True when the subscription was disabled by this
+    /// attempt.
     pub async fn delivery_record(
         &self,
         work: &DeliveryWork,
@@ -188,7 +190,7 @@ impl Store {
             "UPDATE leasing_deliveries SET status = $1, attempts = attempts + 1, last_status_code = $2, \
              last_error = $3, next_attempt_at = $4, last_attempt_at = $5, \
              finished_at = CASE WHEN $1 = 'pending' THEN NULL ELSE $5 END, lease_owner = NULL, lease_until = NULL \
-             WHERE id = $6 AND lease_owner = $7",
+             WHERE id = $6 AND lease_owner = $7 AND (status = 'pending' OR $1 = 'delivered')",
         )
         .bind(status)
         .bind(code)
