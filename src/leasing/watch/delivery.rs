@@ -1,6 +1,8 @@
 //! The deliverer: claims due deliveries (with a lease, in order per subscription and financing
 //! request), posts each event to its subscription with the Standard Webhooks headers, and
-//! records the attempt. A 2xx ends a delivery; anything else, a time-out (10 s) or a refused
+//! records the attempt. The subscription is read as each delivery leaves, not when it was
+//! claimed: one rotated since is signed with its new secret, one deleted or disabled since is
+//! sent nothing. A 2xx ends a delivery; anything else, a time-out (10 s) or a refused
 //! target is retried with exponential back-off and jitter, with the same `webhook-id`, until
 //! `LEASING_DELIVERY_RETRY_SECONDS` after the event; then it is failed. A subscription that
 //! keeps failing for five days is disabled.
@@ -16,13 +18,13 @@ use super::Watcher;
 use super::signing::signature_header;
 use super::target::{CheckedResolver, check_url};
 use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
-use crate::store::leasing::watch::{AttemptOutcome, DeliveryWork};
+use crate::store::leasing::watch::{AttemptOutcome, DeliveryTarget, DeliveryWork};
 use crate::store::now_ms;
 
 /// How long a receiver has to answer.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// Deliveries sent at a time by one instance.
-const CONCURRENCY: usize = 16;
+pub const CONCURRENCY: usize = 16;
 /// Deliveries claimed at a time.
 const BATCH: i64 = 64;
 /// How long an idle deliverer waits before looking again (a change recorded here wakes it).
@@ -31,6 +33,8 @@ const IDLE: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 /// A subscription whose deliveries failed for this long, without a success, is disabled.
 pub const DISABLE_AFTER: Duration = Duration::from_secs(5 * 24 * 3600);
+/// Why a delivery of a disabled subscription (sent again on request) was not sent.
+const DISABLED: &str = "the subscription is disabled";
 
 /// The client of the deliveries: no redirects, no proxy, the time-out, and a resolver that
 /// connects only to addresses the SSRF check let through.
@@ -113,7 +117,19 @@ impl Watcher {
     /// Sends one claimed delivery and records the attempt; `false` when that was not recorded.
     async fn deliver_one(&self, http: &reqwest::Client, work: DeliveryWork, owner: &str, log: &Logger) -> bool {
         let started = Instant::now();
-        let answer = self.send(http, &work).await;
+        // Read as the delivery leaves, not when it was claimed: a subscription rotated,
+        // disabled or deleted since is sent to as it is now.
+        let target = match self.store.delivery_target(&work.subscription_id).await {
+            Ok(Some(target)) => target,
+            // Deleted, and its deliveries with it: nothing to send or record.
+            Ok(None) => return true,
+            Err(error) => {
+                slog::warn!(log, "reading a delivery's subscription failed; it is sent when its claim runs out";
+                    "delivery" => work.id, "error" => %error);
+                return false;
+            }
+        };
+        let answer = if target.disabled { Err(DISABLED.to_string()) } else { self.send(http, &work, &target).await };
         let now = now_ms();
         let error_text;
         let outcome = match answer {
@@ -127,7 +143,7 @@ impl Watcher {
                 AttemptOutcome::Failed {
                     status_code,
                     error: &error_text,
-                    next_attempt_at: self.next_attempt_at(&work, now),
+                    next_attempt_at: (!target.disabled).then(|| self.next_attempt_at(&work, now)).flatten(),
                 }
             }
         };
@@ -156,11 +172,11 @@ impl Watcher {
     }
 
     /// Posts the event; the answer's status, or why there was none.
-    async fn send(&self, http: &reqwest::Client, work: &DeliveryWork) -> Result<i64, String> {
-        let url = check_url(&work.url, self.config.allow_private).map_err(|refusal| format!("refused: {refusal}"))?;
+    async fn send(&self, http: &reqwest::Client, work: &DeliveryWork, target: &DeliveryTarget) -> Result<i64, String> {
+        let url = check_url(&target.url, self.config.allow_private).map_err(|refusal| format!("refused: {refusal}"))?;
         let timestamp = chrono::Utc::now().timestamp();
-        let mut secrets = vec![work.secret.as_str()];
-        secrets.extend(work.previous_secret.as_deref());
+        let mut secrets = vec![target.secret.as_str()];
+        secrets.extend(target.previous_secret.as_deref());
         let signature = signature_header(&secrets, &work.event_id, timestamp, &work.payload);
         let response = http
             .post(url)

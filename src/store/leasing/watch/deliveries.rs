@@ -34,12 +34,20 @@ pub struct DeliveryWork {
     pub event_id: String,
     pub payload: String,
     pub event_created_at: i64,
+    /// Whether the subscription's deliveries were failing when this one was claimed.
+    pub subscription_failing: bool,
+}
+
+/// Where a delivery goes and what signs it, read when it is sent: a subscription rotated,
+/// disabled or deleted after its deliveries were claimed is sent to as it is then.
+#[derive(Debug, Clone)]
+pub struct DeliveryTarget {
     pub url: String,
     pub secret: String,
     /// The secret before a rotation, while it still signs.
     pub previous_secret: Option<String>,
-    /// Whether the subscription's deliveries were failing when this one was claimed.
-    pub subscription_failing: bool,
+    /// Disabled (after failing for five days): nothing more is sent to it.
+    pub disabled: bool,
 }
 
 /// How an attempt ended.
@@ -91,8 +99,7 @@ impl Store {
         // One read for the whole claim: `owner` names this claim alone.
         let rows = sqlx::query(
             "SELECT d.id, d.subscription_id, d.attempts, d.created_at, e.id AS event_id, e.payload, \
-             e.created_at AS event_created_at, s.url, s.secret, s.previous_secret, s.previous_secret_until, \
-             s.failing_since FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
+             e.created_at AS event_created_at, s.failing_since FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
              JOIN leasing_subscriptions s ON s.id = d.subscription_id \
              WHERE d.lease_owner = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at, d.id",
         )
@@ -102,8 +109,6 @@ impl Store {
         .await?;
         let mut work = Vec::with_capacity(rows.len());
         for row in &rows {
-            let previous_until: Option<i64> = row.try_get("previous_secret_until")?;
-            let previous_secret: Option<String> = row.try_get("previous_secret")?;
             work.push(DeliveryWork {
                 id: row.try_get("id")?,
                 subscription_id: row.try_get("subscription_id")?,
@@ -112,19 +117,39 @@ impl Store {
                 event_id: row.try_get("event_id")?,
                 payload: row.try_get("payload")?,
                 event_created_at: row.try_get("event_created_at")?,
-                url: row.try_get("url")?,
-                secret: row.try_get("secret")?,
-                previous_secret: previous_secret.filter(|_| previous_until.is_some_and(|until| until > now_ms())),
                 subscription_failing: row.try_get::<Option<i64>, _>("failing_since")?.is_some(),
             });
         }
         Ok(work)
     }
 
+    /// Where a delivery to `subscription_id` goes now and what signs it; `None` once the
+    /// subscription was deleted (its deliveries with it).
+    pub async fn delivery_target(&self, subscription_id: &str) -> Result<Option<DeliveryTarget>, StoreError> {
+        let row = sqlx::query(
+            "SELECT url, secret, previous_secret, previous_secret_until, disabled_at \
+             FROM leasing_subscriptions WHERE id = $1",
+        )
+        .bind(subscription_id)
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let previous_until: Option<i64> = row.try_get("previous_secret_until")?;
+        let previous_secret: Option<String> = row.try_get("previous_secret")?;
+        Ok(Some(DeliveryTarget {
+            url: row.try_get("url")?,
+            secret: row.try_get("secret")?,
+            previous_secret: previous_secret.filter(|_| previous_until.is_some_and(|until| until > now_ms())),
+            disabled: row.try_get::<Option<i64>, _>("disabled_at")?.is_some(),
+        }))
+    }
+
     /// Records one attempt of a delivery claimed by `owner`, and what it means for its
     /// subscription: a success clears `failing_since`; a failure sets it, and disables the
     /// subscription (failing its pending deliveries) when it was set before `disable_before`.
-    /// True when the subscription was disabled by this attempt.
+    /// An attempt that failed after its delivery stopped being pending (the subscription was
+    /// disabled meanwhile) leaves it as it is. True when the subscription was disabled by this
+    /// attempt.
     pub async fn delivery_record(
         &self,
         work: &DeliveryWork,
@@ -165,7 +190,7 @@ impl Store {
             "UPDATE leasing_deliveries SET status = $1, attempts = attempts + 1, last_status_code = $2, \
              last_error = $3, next_attempt_at = $4, last_attempt_at = $5, \
              finished_at = CASE WHEN $1 = 'pending' THEN NULL ELSE $5 END, lease_owner = NULL, lease_until = NULL \
-             WHERE id = $6 AND lease_owner = $7",
+             WHERE id = $6 AND lease_owner = $7 AND (status = 'pending' OR $1 = 'delivered')",
         )
         .bind(status)
         .bind(code)

@@ -13,27 +13,28 @@ fn observed(state: &str, at: i64) -> Observed<'_> {
     Observed { financing_id: "f-1", request_id: Some("180-1"), state, terminal: state == "Declined", at }
 }
 
+/// Stores the subscription `id` of `user_id` to the state events.
+async fn subscribe(store: &Store, id: &str, user_id: i64) {
+    let events = vec!["leasing.state_changed".to_string()];
+    let new = NewSubscription {
+        id,
+        url: "https://example.com/hook",
+        description: None,
+        events: &events,
+        secret: "whsec_x",
+        created_at: now_ms(),
+        user_id,
+        all_requests: false,
+    };
+    store.subscription_insert(&new, 100).await.unwrap().expect("within the bound");
+}
+
 #[tokio::test]
 async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per_request() {
     crate::store::testing::on_both_databases(async |store| {
-        let events = vec!["leasing.state_changed".to_string()];
-        let new = NewSubscription {
-            id: "sub_1",
-            url: "https://example.com/hook",
-            description: None,
-            events: &events,
-            secret: "whsec_x",
-            created_at: now_ms(),
-            user_id: 1,
-            all_requests: false,
-        };
-        store.subscription_insert(&new, 100).await.unwrap().expect("within the bound");
+        subscribe(store, "sub_1", 1).await;
         // Another user's subscription gets none of user 1's events.
-        store
-            .subscription_insert(&NewSubscription { id: "sub_2", user_id: 2, ..new }, 100)
-            .await
-            .unwrap()
-            .expect("within the bound");
+        subscribe(store, "sub_2", 2).await;
         let at = now_ms();
         assert_eq!(store.watch_record(&observed("ReadyToSign", at), event("e0")).await.unwrap(), Recorded::NotWatched);
         assert!(store.watch_start(&observed("RequestToGrenke", at), at - 1, 1).await.unwrap());
@@ -166,6 +167,33 @@ async fn a_request_has_one_watch_in_any_spelling() {
             .await
             .unwrap();
         assert_eq!(event_of, "abc-1", "the change is the watch's");
+    })
+    .await;
+}
+
+/// A subscription disabled while several of its deliveries are in flight stays without
+/// pending deliveries: the attempts that end after the disabling leave their deliveries
+/// failed (they were put back to pending and retried for a day to a disabled subscription).
+#[tokio::test]
+async fn the_deliveries_of_a_disabled_subscription_stay_failed() {
+    crate::store::testing::on_both_databases(async |store| {
+        subscribe(store, "sub_1", 1).await;
+        let at = now_ms();
+        for (id, event_id) in [("f-1", "e1"), ("f-2", "e2")] {
+            let start = Observed { financing_id: id, ..observed("RequestToGrenke", at) };
+            store.watch_start(&start, at, 1).await.unwrap();
+            let change = Observed { financing_id: id, ..observed("ReadyToSign", at + 1) };
+            store.watch_record(&change, event(event_id)).await.unwrap();
+        }
+        let claimed = store.delivery_claim_due("a", now_ms() + 60_000, 10).await.unwrap();
+        assert_eq!(claimed.len(), 2, "one delivery of each request, sent together");
+        let failed = AttemptOutcome::Failed { status_code: Some(503), error: "HTTP 503", next_attempt_at: Some(at) };
+        // The first attempt to end disables the subscription (it has been failing long enough).
+        assert!(store.delivery_record(&claimed[0], "a", &failed, now_ms() + 1).await.unwrap());
+        assert!(!store.delivery_record(&claimed[1], "a", &failed, now_ms() + 1).await.unwrap());
+        let listed = store.deliveries_of("sub_1", 10, 0).await.unwrap();
+        assert_eq!(listed.iter().map(|d| d.status.as_str()).collect::<Vec<_>>(), ["failed", "failed"], "{listed:?}");
+        assert!(store.delivery_claim_due("b", now_ms() + 60_000, 10).await.unwrap().is_empty());
     })
     .await;
 }

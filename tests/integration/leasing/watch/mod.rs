@@ -28,6 +28,7 @@ use crate::common::{Db, TestService, error_body, leasing_request};
 
 /// The settings of a service whose watcher reads every second and retries soon.
 mod delivery;
+mod in_flight;
 mod restart;
 mod states;
 
@@ -58,7 +59,7 @@ impl Received {
 }
 
 /// A subscriber's endpoint on loopback: records every call and answers with `answer` (a
-/// status; 0 holds the call unanswered).
+/// status; 0 holds the call unanswered until another status is set).
 struct Receiver {
     address: SocketAddr,
     answer: Arc<AtomicU16>,
@@ -85,8 +86,10 @@ impl Receiver {
                     body: String::from_utf8_lossy(&request.body).into_owned(),
                     answered: code,
                 });
-                if code == 0 {
-                    std::future::pending::<()>().await;
+                let mut code = code;
+                while code == 0 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    code = status.load(Ordering::SeqCst);
                 }
                 empty(http::StatusCode::from_u16(code).unwrap())
             }

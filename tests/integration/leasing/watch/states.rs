@@ -11,7 +11,7 @@ fn answering(id: &str, state: &str) -> Value {
 
 /// A fault that makes the provider's next `times` reads of `spelling` answer the request `id`
 /// in `state` (a provider that reads ids without regard to case).
-fn answering_as(spelling: &str, id: &str, state: &str, times: u32) -> Value {
+pub(super) fn answering_as(spelling: &str, id: &str, state: &str, times: u32) -> Value {
     let lessee = json!({"CompanyName": "ACME GmbH", "Email": "office@acme.example"});
     let body = json!({"FinancingId": id, "RequestId": "180-1", "State": state, "Lessee": lessee}).to_string();
     json!({"path_prefix": format!("/basic/v1/requests/{spelling}"), "status": 200, "body": body, "times": times})
