@@ -230,10 +230,8 @@ impl LeasingService {
             },
         })?;
         // The request exists at the provider now: a failure to watch it is reported, and does
-        // not turn the creation into an error a client would repeat.
-        if let Err(error) = self.watcher.start(id, &created, read_at, user_id).await {
-            crate::telemetry::report_internal_error(&format!("leasing watch: {id} is not watched: {error}"));
-        }
+        // not turn the creation into an error a client would repeat; it stays its creator's.
+        self.watcher.start_created(id, &created, read_at, user_id).await;
         let mut data = payload.as_object().cloned().unwrap_or_default();
         if let Value::Object(answer) = created {
             data.extend(answer.into_iter().filter(|(_, v)| !v.is_null()));

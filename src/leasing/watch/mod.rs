@@ -20,6 +20,7 @@ pub mod poller;
 pub mod signing;
 pub mod subscriptions;
 pub mod target;
+mod unstarted;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,6 +61,8 @@ pub struct Watcher {
     metrics: Arc<Metrics>,
     /// Wakes this instance's deliverer when a change was recorded here.
     deliveries_queued: Arc<tokio::sync::Notify>,
+    /// Requests created here whose watch could not be started yet, with their creators.
+    unstarted: unstarted::Unstarted,
 }
 
 /// A state of `financing_id` read at `read_at`, as the store records it (the read and the
@@ -77,7 +80,7 @@ fn observation<'a>(financing_id: &'a str, request: &'a Value, read_at: i64) -> O
 
 impl Watcher {
     pub fn new(store: Store, config: WatchConfig, metrics: Arc<Metrics>) -> Watcher {
-        Watcher { store, config, metrics, deliveries_queued: Default::default() }
+        Watcher { store, config, metrics, deliveries_queued: Default::default(), unstarted: Default::default() }
     }
 
     /// Records a state read at `read_at` (epoch ms, when the read started). A change of a
@@ -114,7 +117,8 @@ impl Watcher {
 
     /// Starts watching a request read (or created) at `read_at` for `user_id`, whose
     /// subscriptions receive its events; the watch as recorded (an existing one is kept as it
-    /// is, with its owner).
+    /// is, with its owner). A request created here whose watch could not be started then is
+    /// its creator's, whoever starts it now ([`Watcher::start_created`]).
     pub async fn start(
         &self,
         financing_id: &str,
@@ -122,11 +126,13 @@ impl Watcher {
         read_at: i64,
         user_id: i64,
     ) -> Result<WatchRow, StoreError> {
+        let user_id = self.unstarted.creator(financing_id).unwrap_or(user_id);
         let observed = observation(financing_id, request, read_at);
         if !self.store.watch_start(&observed, self.next_poll_at(), user_id).await? {
             // Watched already: what was just read is an observation like any other.
             self.observe(ObservationSource::Read, financing_id, request, read_at).await;
         }
+        self.unstarted.started(financing_id);
         self.store
             .watch(financing_id)
             .await?

@@ -4,23 +4,54 @@
 //! told it does not exist, as for another user's subscription. A request the service has no
 //! owner of (created elsewhere and never watched) is reached by every leasing token, as before
 //! owners were recorded. An id is one request, with one watch, in any spelling (see [`crate::leasing::id`]).
+//!
+//! A request created here whose watch could not be started (the database refused the write
+//! after the provider had created it) has no owner in the store: this instance keeps its
+//! creator ([`super::unstarted::Unstarted`]) and starts its watch, as the creator's, once the database takes
+//! writes again (the poller tries before each claim). Meanwhile it is its creator's here too.
+
+use serde_json::Value;
 
 use super::{WatchError, Watcher};
 use crate::vocabulary::owner::Viewer;
 
 impl Watcher {
     /// The id to ask the provider by, when `viewer` may read or act on the financing request
-    /// `financing_id`: the spelling it was first watched under, else `financing_id` with the
-    /// hyphens of a UUID ([`crate::leasing::id::hyphenated`]); [`WatchError::RequestNotFound`]
-    /// when it is another user's.
+    /// `financing_id`: the spelling it was first watched (or created) under, else
+    /// `financing_id` with the hyphens of a UUID ([`crate::leasing::id::hyphenated`]);
+    /// [`WatchError::RequestNotFound`] when it is another user's.
     pub async fn reach(&self, financing_id: &str, viewer: Viewer) -> Result<String, WatchError> {
         let financing_id = crate::leasing::id::hyphenated(financing_id);
-        match self.store.financing_request_watch(&financing_id).await? {
+        let owned = match self.store.financing_request_watch(&financing_id).await? {
+            Some((watched_as, owner)) => Some((watched_as, owner)),
+            None => self.unstarted.get(&financing_id).map(|(created_as, creator)| (created_as, Some(creator))),
+        };
+        match owned {
             Some((_, Some(owner))) if owner != viewer.user_id && !viewer.operator => {
                 Err(WatchError::RequestNotFound(financing_id))
             }
-            Some((watched_as, _)) => Ok(watched_as),
+            Some((known_as, _)) => Ok(known_as),
             None => Ok(financing_id),
         }
+    }
+
+    /// Starts watching a request `user_id` just created (answered at `read_at`); when that
+    /// fails, reports it and keeps the request as `user_id`'s until its watch is started.
+    pub async fn start_created(&self, financing_id: &str, request: &Value, read_at: i64, user_id: i64) {
+        if let Err(error) = self.start(financing_id, request, read_at, user_id).await {
+            crate::telemetry::report_internal_error(&format!(
+                "leasing watch: {financing_id} is not watched yet, kept as user {user_id}'s: {error}"
+            ));
+            self.unstarted.hold(financing_id, request, read_at, user_id);
+        }
+    }
+
+    /// Starts the watches of the requests created here whose watch could not be started, each
+    /// as its creator's; stops at the first failure (the database still refuses).
+    pub(super) async fn start_unstarted(&self) -> Result<(), crate::store::StoreError> {
+        for (financing_id, request, read_at, user_id) in self.unstarted.snapshot() {
+            self.start(&financing_id, &request, read_at, user_id).await?;
+        }
+        Ok(())
     }
 }

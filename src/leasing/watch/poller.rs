@@ -49,7 +49,12 @@ impl Task for Poller {
         }
     }
 
+    /// Starts first the watches of requests created here that could not be started then.
     async fn claim(&self) -> Result<Option<Vec<WatchRow>>, Failed> {
+        if let Err(error) = self.watcher.start_unstarted().await {
+            slog::warn!(self.log, "starting the watch of a request created here failed"; "error" => %error);
+            return Err(Failed);
+        }
         let store = &self.watcher.store;
         let batch_size = (self.watcher.config.concurrency * 4) as i64;
         match store.watch_claim_due(&self.owner, store.lease_deadline(), batch_size).await {

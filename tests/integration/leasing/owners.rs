@@ -7,7 +7,8 @@ use crate::common::{Api, JsonAnswer};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Db, TestService, clear_faults, error_body, leasing_request};
+use crate::common::{Db, TestService, clear_faults, error_body, execute, leasing_request};
+use sqlx::AssertSqlSafe;
 
 async fn create(svc: &TestService, token: &str, company: &str) -> String {
     let created = svc.post(token, "/api/v1/leasing", leasing_request(company)).await;
@@ -126,4 +127,55 @@ async fn a_financing_request_is_its_creators_in_any_case(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(financing_requests_belong_to_their_creator, a_financing_request_is_its_creators_in_any_case);
+/// A request created through the service is its creator's even when its watch could not be
+/// started (the database refused the write right after the provider created it): it was
+/// reached by every leasing token as one created elsewhere, and the first other user to watch
+/// it took it. The watch is started once the database takes writes again, with its creator.
+async fn a_request_whose_watch_could_not_start_stays_its_creators(db: Db) {
+    let svc = TestService::start(db, &[]).await;
+    let alice = svc.user_token().await;
+    let (bob, root) = svc.bob_and_root().await;
+    sqlx::any::install_default_drivers();
+    let sql = sqlx::AnyPool::connect(&svc.database_url).await.expect("a connection of the test's own");
+    // Nothing of a create before the provider's answer reads or writes the watches: with
+    // their table away, the provider creates the request and only its watch fails.
+    execute(&sql, "ALTER TABLE leasing_watches RENAME TO leasing_watches_away").await;
+    let created = svc.post(&alice, "/api/v1/leasing", leasing_request("Alice GmbH")).await;
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json_value().await;
+    let id = created["data"]["FinancingId"].as_str().unwrap().to_string();
+    execute(&sql, "ALTER TABLE leasing_watches_away RENAME TO leasing_watches").await;
+
+    let provider_calls = svc.provider_request_count().await;
+    for (method, path, body) in routes(&id) {
+        let answer = svc.call(&bob, method.clone(), &path, body).await;
+        let body = error_body(answer, 404).await;
+        assert_eq!(body["error_code"], "not_found", "{method} {path}: {body}");
+    }
+    assert_eq!(svc.provider_request_count().await, provider_calls, "nothing was asked of the provider for bob");
+    let read: Value = svc.get_json(&alice, &format!("/api/v1/leasing/{id}")).await;
+    assert_eq!(read["data"]["FinancingId"], id.as_str(), "{read}");
+    assert_eq!(svc.get(&root, &format!("/api/v1/leasing/{id}")).await.status(), 200, "an operator reads it");
+
+    // The watch is started with its creator as the owner once the database takes writes.
+    let me: Value = svc.get_json(&alice, "/api/v1/user").await;
+    let query = format!("SELECT user_id FROM leasing_watches WHERE financing_id = '{id}'");
+    let mut owner = None;
+    for _ in 0..300 {
+        owner = sqlx::query_scalar::<_, Option<i64>>(AssertSqlSafe(query.clone())).fetch_optional(&sql).await.unwrap();
+        if owner.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(owner.flatten(), me["id"].as_i64(), "the watch was started, as alice's");
+    let answer = svc.get(&bob, &format!("/api/v1/leasing/{id}")).await;
+    assert_eq!(error_body(answer, 404).await["error_code"], "not_found");
+    svc.stop().await;
+}
+
+on_both_databases!(
+    financing_requests_belong_to_their_creator,
+    a_financing_request_is_its_creators_in_any_case,
+    a_request_whose_watch_could_not_start_stays_its_creators
+);
