@@ -4,6 +4,10 @@
 //! one (`2024-03-28T17:31:17`), with any number of fractional digits or none: their texts do
 //! not sort as their instants do (`…:00.5Z` sorts before `…:00Z`). The sync's keys and the
 //! simulator's filters compare stamps here, by instant; a stamp without a zone is read as UTC.
+//! OData v2's JSON (and v3's verbose JSON) writes a stamp `/Date(<ms>)/`, milliseconds since
+//! the epoch, or `/Date(<ms>+hhmm)/` for a `DateTimeOffset`: it is read as the instant it
+//! names, and written (in a `$filter`, a cursor) as an ISO 8601 timestamp of milliseconds,
+//! the only form a `datetime'…'` literal takes; without a zone when the upstream wrote none.
 //! A text that is no timestamp sorts after every timestamp, by its text.
 
 use std::cmp::Ordering;
@@ -22,6 +26,9 @@ pub struct Stamp {
 impl Stamp {
     pub fn parse(text: &str) -> Stamp {
         let text = text.trim().trim_matches('\'');
+        if let Some(stamp) = Stamp::of_epoch_json(text) {
+            return stamp;
+        }
         let (instant, zoned) = match DateTime::parse_from_rfc3339(text) {
             Ok(zoned) => (Some(zoned.with_timezone(&Utc)), true),
             Err(_) => {
@@ -31,6 +38,24 @@ impl Stamp {
             }
         };
         Stamp { text: text.to_string(), instant, zoned }
+    }
+
+    /// A stamp of OData v2's JSON, `/Date(<ms>)/` or `/Date(<ms>±hhmm)/` (the milliseconds are
+    /// UTC's; the offset only names the writer's zone), written as an ISO 8601 timestamp of
+    /// milliseconds, with a zone when the upstream wrote an offset.
+    fn of_epoch_json(text: &str) -> Option<Stamp> {
+        let inner = text.trim_matches(|c| c == '/' || c == '\\').strip_prefix("Date(")?.strip_suffix(')')?;
+        // The offset's sign follows the first digit; a minus before it is the epoch's.
+        let split = inner.char_indices().skip(1).find(|(_, c)| *c == '+' || *c == '-').map(|(at, _)| at);
+        let (millis, offset) = split.map_or((inner, ""), |at| inner.split_at(at));
+        let zoned = !offset.is_empty();
+        if zoned && !(offset.len() == 5 && offset[1..].bytes().all(|b| b.is_ascii_digit())) {
+            return None;
+        }
+        let instant = DateTime::<Utc>::from_timestamp_millis(millis.parse().ok()?)?;
+        let written = instant.naive_utc().format("%Y-%m-%dT%H:%M:%S%.3f");
+        let text = if zoned { format!("{written}Z") } else { written.to_string() };
+        Some(Stamp { text, instant: Some(instant), zoned })
     }
 
     /// A stamp of an instant, written with a zone and as many fractional digits as it needs.
@@ -148,6 +173,24 @@ mod tests {
         assert_eq!(Stamp::parse("2026-01-01T01:00:00+01:00"), whole);
         assert_eq!(Stamp::parse("2026-01-01T00:00:00"), whole, "no zone is UTC");
         assert!(Stamp::parse("not a time") > half);
+    }
+
+    /// OData v2's JSON stamps name the instants they count to, and are written as timestamps
+    /// a `datetime'…'` literal takes.
+    #[test]
+    fn stamps_of_odata_v2_json_are_read_as_instants() {
+        let plain = Stamp::parse("/Date(1700000000123)/");
+        assert_eq!((plain.text(), plain.step()), ("2023-11-14T22:13:20.123", Duration::from_millis(1)));
+        assert_eq!(plain, Stamp::parse("2023-11-14T22:13:20.123Z"));
+        let offset = Stamp::parse("/Date(1700000000000+0100)/");
+        assert_eq!(offset.text(), "2023-11-14T22:13:20.000Z", "the milliseconds are UTC's");
+        assert_eq!(Stamp::parse("\\/Date(-1000)\\/").text(), "1969-12-31T23:59:59.000");
+        assert!(Stamp::parse("/Date(1700000000000)/") < Stamp::parse("/Date(1700000000001-0500)/"));
+        assert!(Stamp::parse("/Date(999999999999)/") < Stamp::parse("/Date(1000000000000)/"), "not by text");
+        assert_eq!(plain.earlier_by(Duration::from_secs(300)).text(), "2023-11-14T22:08:20.123");
+        for text in ["/Date()/", "/Date(12x)/", "/Date(1+01)/", "/Date(99999999999999999)/"] {
+            assert_eq!(Stamp::parse(text).instant(), None, "{text}");
+        }
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub(super) struct Fake {
     /// An Id purged (deleted for good) once an empty page's next link is served, before the
     /// link is followed: the rows after it move one place back.
     pub(super) purged_after_link: Mutex<Option<i64>>,
+    /// OData v2's JSON (verbose): lists as `d.results` with `__next`, stamps served as
+    /// `/Date(<ms>)/` (stored, filtered and ordered as the instants they are), and a
+    /// `datetime'…'` literal that is no ISO 8601 timestamp refused.
+    pub(super) verbose: std::sync::atomic::AtomicBool,
 }
 
 /// The next link of an empty page, at a server with a paging bug: two links that lead to each
@@ -83,7 +87,9 @@ impl Fake {
             url::form_urlencoded::parse(req.query.as_deref().unwrap_or_default().as_bytes()).into_owned().collect();
         let filter = match pairs.get("$filter") {
             None => None,
-            Some(text) if !stamps_fit_a_datetime(text) => return refused(400, "Unrecognized 'Edm.DateTime' literal"),
+            Some(text) if !stamps_fit_a_datetime(text) || !stamps_are_iso(text) => {
+                return refused(400, "Unrecognized 'Edm.DateTime' literal");
+            }
             Some(text) => match Filter::parse(text) {
                 Some(filter) if stamps_typed(&filter, *self.created_typed_as.lock().unwrap()) => Some(filter),
                 _ => return refused(400, "Syntax error in $filter"),
@@ -116,6 +122,8 @@ impl Fake {
             .map(|record| select(record, pairs.get("$select")))
             .collect();
         let empty = page.is_empty();
+        let verbose = self.verbose.load(std::sync::atomic::Ordering::Relaxed);
+        let page: Vec<Value> = if verbose { page.into_iter().map(epoch_stamps).collect() } else { page };
         let mut body = json!({"odata.metadata": "https://fake/odata/$metadata#Companies", "value": page});
         let mut links_on_empty = self.links_on_empty.lock().unwrap();
         if let Some((links, left @ 1..)) = *links_on_empty
@@ -149,8 +157,31 @@ impl Fake {
         {
             self.records.lock().unwrap().remove(&purged);
         }
+        if verbose {
+            let next = body.get("odata.nextLink").cloned();
+            body = json!({"d": {"results": body["value"].take(), "__next": next}});
+        }
         json(http::StatusCode::OK, &body)
     }
+}
+
+/// A record's stamps as OData v2 writes them: `/Date(<ms since the epoch>)/`.
+fn epoch_stamps(mut record: Value) -> Value {
+    for field in ["DateModified", "DateOfCreation"] {
+        let Some(instant) = record.get(field).and_then(Value::as_str).and_then(|s| Stamp::parse(s).instant()) else {
+            continue;
+        };
+        record[field] = json!(format!("/Date({})/", instant.timestamp_millis()));
+    }
+    record
+}
+
+/// Whether every `datetime'…'` literal of `filter` is an ISO 8601 timestamp (a year first).
+fn stamps_are_iso(filter: &str) -> bool {
+    filter.split("datetime'").skip(1).all(|rest| {
+        let year = rest.split('-').next().unwrap_or_default();
+        year.len() == 4 && year.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// Whether every stamp of `filter` is typed as its field is: `datetime'…'`, or as `created`

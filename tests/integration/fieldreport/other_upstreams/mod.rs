@@ -171,6 +171,27 @@ async fn full_metadata_records_stamped_with_an_offset_converge(db: Db) {
     svc.stop().await;
 }
 
+/// A server answering in OData v2's JSON (verbose): `d.results`, `__next`, and every stamp
+/// written `/Date(<ms>)/`, which no `datetime'…'` literal takes. The sync asked for the
+/// records after its first page's last key as `datetime'/Date(…)/'`, which the server refused
+/// in every form, so no sync of more than one query ever completed. The stamps are the
+/// instants they name: every sync completes, a change is brought by the next one, and a sync
+/// with nothing new writes nothing.
+async fn stamps_of_odata_v2_json_are_asked_as_instants(db: Db) {
+    let fake = Fake::seeded(30, ".25");
+    fake.verbose.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 30).await;
+    assert_eq!(mirror(&svc).await, fake.visible());
+    fake.put(1005, 2, "2026-01-01T00:00:40.5");
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(1)), "{next}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    let (status, again) = sync(&svc, &token, "").await;
+    assert_eq!((status, again["data"][0]["updated"].clone()), (200, json!(0)), "{again}");
+    svc.stop().await;
+}
+
 /// A server whose empty pages link to each other (`$skiptoken=0` to `=1` and back): the sync,
 /// at its last query (which answers no record), followed them for ever, holding the set's
 /// lease. The fake stops linking after 500 requests, so a sync that follows them ends; one
@@ -267,6 +288,7 @@ async fn a_record_skipped_by_a_next_link_is_not_removed(db: Db) {
 }
 
 on_both_databases!(
+    stamps_of_odata_v2_json_are_asked_as_instants,
     stamps_of_two_fields_typed_otherwise_are_each_asked_as_taken,
     a_record_skipped_by_a_next_link_is_not_removed,
     a_server_keeping_finer_stamps_than_it_serves_is_synced_whole,
