@@ -164,11 +164,11 @@ impl FieldReportClient {
     /// query with `$skip` advanced. Retried while the upstream fails transiently.
     pub async fn page(&self, set: &str, query: &str, next: Option<&str>) -> Result<ODataPage, UpstreamError> {
         let target = match next {
-            Some(link) => link.to_string(),
+            Some(link) => link_path(set, link),
             None if query.is_empty() => set.to_string(),
             None => format!("{set}?{query}"),
         };
-        retry_read(|| self.call_read(Method::GET, link_path(&target), None, |text| ODataPage::from_text(&text))).await
+        retry_read(|| self.call_read(Method::GET, &target, None, |text| ODataPage::from_text(&text))).await
     }
 
     /// The first page of `query` with records, or its last page: a server that withholds rows
@@ -204,10 +204,21 @@ impl FieldReportClient {
     }
 }
 
-/// The part of a next link after the service root: a link may be absolute
-/// (`https://host/odata/Set?…`), root-relative (`/odata/Set?…`) or relative (`Set?…`).
-pub fn link_path(target: &str) -> &str {
-    target.split_once("/odata/").map_or(target, |(_, rest)| rest)
+/// The part of `set`'s next link after the service root: a link may be absolute
+/// (`https://host/odata/Set?…`, asked of the configured root whatever its host),
+/// root-relative (`/odata/Set?…`), relative (`Set?…`) or only a query (`?$skiptoken=…`, as a
+/// relative reference resolves against the set's own address). Only the path is searched for
+/// the root, so a query that names `/odata/` (a filter on a URL, say) is kept whole.
+pub fn link_path(set: &str, link: &str) -> String {
+    if let Some(query) = link.strip_prefix('?') {
+        return format!("{set}?{query}");
+    }
+    let (path, query) = link.split_once('?').map_or((link, None), |(path, query)| (path, Some(query)));
+    let path = path.split_once("/odata/").map_or(path, |(_, rest)| rest);
+    match query {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_string(),
+    }
 }
 
 /// One page of records from an OData list.
@@ -320,9 +331,18 @@ mod tests {
             ) {
                 let relative = format!("{set}?{query}");
                 let (absolute, rooted) = (format!("https://{host}/odata/{relative}"), format!("/odata/{relative}"));
-                prop_assert_eq!(link_path(&absolute), relative.as_str());
-                prop_assert_eq!(link_path(&rooted), relative.as_str());
-                prop_assert_eq!(link_path(&relative), relative.as_str());
+                prop_assert_eq!(link_path(&set, &absolute), relative.clone());
+                prop_assert_eq!(link_path(&set, &rooted), relative.clone());
+                prop_assert_eq!(link_path(&set, &relative), relative.clone());
+                prop_assert_eq!(link_path(&set, &format!("?{query}")), relative);
+            }
+
+            /// A query that names the root (a filter on a URL) is not taken for it.
+            #[test]
+            fn a_query_naming_the_root_is_kept_whole(set in text("ABCDEFGHabcdefgh", 1..12), tail in text("abc019$=", 0..12)) {
+                let relative = format!("{set}?$filter=Url eq 'https://x/odata/{tail}'");
+                prop_assert_eq!(link_path(&set, &format!("https://host/odata/{relative}")), relative.clone());
+                prop_assert_eq!(link_path(&set, &relative), relative);
             }
 
             /// Anything that is not a list is refused, never taken as an empty page.
