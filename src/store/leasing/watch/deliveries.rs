@@ -34,8 +34,6 @@ pub struct DeliveryWork {
     pub event_id: String,
     pub payload: String,
     pub event_created_at: i64,
-    /// Whether the subscription's deliveries were failing when this one was claimed.
-    pub subscription_failing: bool,
 }
 
 /// Where a delivery goes and what signs it, read when it is sent: a subscription rotated,
@@ -99,8 +97,7 @@ impl Store {
         // One read for the whole claim: `owner` names this claim alone.
         let rows = sqlx::query(
             "SELECT d.id, d.subscription_id, d.attempts, d.created_at, e.id AS event_id, e.payload, \
-             e.created_at AS event_created_at, s.failing_since FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
-             JOIN leasing_subscriptions s ON s.id = d.subscription_id \
+             e.created_at AS event_created_at FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
              WHERE d.lease_owner = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at, d.id",
         )
         .persistent(false)
@@ -117,7 +114,6 @@ impl Store {
                 event_id: row.try_get("event_id")?,
                 payload: row.try_get("payload")?,
                 event_created_at: row.try_get("event_created_at")?,
-                subscription_failing: row.try_get::<Option<i64>, _>("failing_since")?.is_some(),
             });
         }
         Ok(work)
@@ -145,11 +141,9 @@ impl Store {
     }
 
     /// Records one attempt of a delivery claimed by `owner`, and what it means for its
-    /// subscription: a success clears `failing_since`; a failure sets it, and disables the
-    /// subscription (failing its pending deliveries) when it was set before `disable_before`.
-    /// An attempt that failed after its delivery stopped being pending (the subscription was
-    /// disabled meanwhile) leaves it as it is. True when the subscription was disabled by this
-    /// attempt.
+    /// subscription: a success ends its failing; a failure begins it, and disables the
+    /// subscription (failing its pending deliveries) when it began before `disable_before`. True
+    /// when the subscription was disabled by this attempt.
     pub async fn delivery_record(
         &self,
         work: &DeliveryWork,
@@ -157,85 +151,97 @@ impl Store {
         outcome: &AttemptOutcome<'_>,
         disable_before: i64,
     ) -> Result<bool, StoreError> {
-        let now = now_ms();
-        if let AttemptOutcome::Delivered { status_code } = outcome
-            && !work.subscription_failing
-        {
-            // The common case, one statement: nothing to change at the subscription.
-            let _turn = self.write_turn().await?;
-            sqlx::query(
-                "UPDATE leasing_deliveries SET status = 'delivered', attempts = attempts + 1, last_status_code = $1, \
-                 last_error = NULL, next_attempt_at = NULL, last_attempt_at = $2, finished_at = $2, \
-                 lease_owner = NULL, lease_until = NULL WHERE id = $3 AND lease_owner = $4",
-            )
-            .bind(*status_code)
-            .bind(now)
-            .bind(work.id)
-            .bind(owner)
-            .execute(self.pool())
-            .await?;
-            return Ok(false);
+        match *outcome {
+            AttemptOutcome::Delivered { status_code } => {
+                self.delivery_delivered(work, owner, status_code).await.map(|()| false)
+            }
+            AttemptOutcome::Failed { status_code, error, next_attempt_at } => {
+                self.delivery_failed(work, owner, status_code, error, next_attempt_at, disable_before).await
+            }
         }
+    }
+
+    /// The common case, without a transaction: the delivery, then the end of its
+    /// subscription's failing, which another attempt may have begun after this one was
+    /// claimed (a beginning left behind would disable it at the next failure). The second
+    /// statement changes nothing while the subscription is not failing.
+    async fn delivery_delivered(&self, work: &DeliveryWork, owner: &str, status_code: i64) -> Result<(), StoreError> {
+        let now = now_ms();
+        let _turn = self.write_turn().await?;
+        sqlx::query(
+            "UPDATE leasing_deliveries SET status = 'delivered', attempts = attempts + 1, last_status_code = $1, \
+             last_error = NULL, next_attempt_at = NULL, last_attempt_at = $2, finished_at = $2, \
+             lease_owner = NULL, lease_until = NULL WHERE id = $3 AND lease_owner = $4",
+        )
+        .bind(status_code)
+        .bind(now)
+        .bind(work.id)
+        .bind(owner)
+        .execute(self.pool())
+        .await?;
+        sqlx::query(
+            "UPDATE leasing_subscriptions SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
+        )
+        .bind(&work.subscription_id)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A failed attempt: the delivery is due again at `next_attempt_at`, or failed without one.
+    /// An attempt that failed after its delivery stopped being pending (the subscription was
+    /// disabled meanwhile) leaves it as it is.
+    async fn delivery_failed(
+        &self,
+        work: &DeliveryWork,
+        owner: &str,
+        status_code: Option<i64>,
+        error: &str,
+        next_attempt_at: Option<i64>,
+        disable_before: i64,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
         let mut tx = self.write_transaction().await?;
-        let (status, code, error, next) = match outcome {
-            AttemptOutcome::Delivered { status_code } => ("delivered", Some(*status_code), None, None),
-            AttemptOutcome::Failed { status_code, error, next_attempt_at: Some(next) } => {
-                ("pending", *status_code, Some(*error), Some(*next))
-            }
-            AttemptOutcome::Failed { status_code, error, next_attempt_at: None } => {
-                ("failed", *status_code, Some(*error), None)
-            }
-        };
         sqlx::query(
             "UPDATE leasing_deliveries SET status = $1, attempts = attempts + 1, last_status_code = $2, \
              last_error = $3, next_attempt_at = $4, last_attempt_at = $5, \
              finished_at = CASE WHEN $1 = 'pending' THEN NULL ELSE $5 END, lease_owner = NULL, lease_until = NULL \
-             WHERE id = $6 AND lease_owner = $7 AND (status = 'pending' OR $1 = 'delivered')",
+             WHERE id = $6 AND lease_owner = $7 AND status = 'pending'",
         )
-        .bind(status)
-        .bind(code)
+        .bind(if next_attempt_at.is_some() { "pending" } else { "failed" })
+        .bind(status_code)
         .bind(error)
-        .bind(next)
+        .bind(next_attempt_at)
         .bind(now)
         .bind(work.id)
         .bind(owner)
         .execute(&mut *tx)
         .await?;
-        let mut disabled = false;
-        if status == "delivered" {
-            sqlx::query(
-                "UPDATE leasing_subscriptions SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
-            )
+        sqlx::query("UPDATE leasing_subscriptions SET failing_since = $1 WHERE id = $2 AND failing_since IS NULL")
+            .bind(now)
             .bind(&work.subscription_id)
             .execute(&mut *tx)
             .await?;
-        } else {
-            sqlx::query("UPDATE leasing_subscriptions SET failing_since = $1 WHERE id = $2 AND failing_since IS NULL")
-                .bind(now)
-                .bind(&work.subscription_id)
-                .execute(&mut *tx)
-                .await?;
-            let disabling = sqlx::query(
-                "UPDATE leasing_subscriptions SET disabled_at = $1 \
-                 WHERE id = $2 AND disabled_at IS NULL AND failing_since <= $3",
+        let disabling = sqlx::query(
+            "UPDATE leasing_subscriptions SET disabled_at = $1 \
+             WHERE id = $2 AND disabled_at IS NULL AND failing_since <= $3",
+        )
+        .bind(now)
+        .bind(&work.subscription_id)
+        .bind(disable_before)
+        .execute(&mut *tx)
+        .await?;
+        let disabled = disabling.rows_affected() == 1;
+        if disabled {
+            sqlx::query(
+                "UPDATE leasing_deliveries SET status = 'failed', finished_at = $1, \
+                 last_error = 'the subscription was disabled after failing for five days' \
+                 WHERE subscription_id = $2 AND status = 'pending'",
             )
             .bind(now)
             .bind(&work.subscription_id)
-            .bind(disable_before)
             .execute(&mut *tx)
             .await?;
-            if disabling.rows_affected() == 1 {
-                disabled = true;
-                sqlx::query(
-                    "UPDATE leasing_deliveries SET status = 'failed', finished_at = $1, \
-                     last_error = 'the subscription was disabled after failing for five days' \
-                     WHERE subscription_id = $2 AND status = 'pending'",
-                )
-                .bind(now)
-                .bind(&work.subscription_id)
-                .execute(&mut *tx)
-                .await?;
-            }
         }
         tx.commit().await?;
         Ok(disabled)

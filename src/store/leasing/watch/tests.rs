@@ -171,22 +171,29 @@ async fn a_request_has_one_watch_in_any_spelling() {
     .await;
 }
 
+/// Subscribes `sub_1` of user 1 and records a change of each of two requests; their two
+/// deliveries, claimed together by `a`, and when the changes were recorded.
+async fn two_claimed_together(store: &Store) -> (Vec<DeliveryWork>, i64) {
+    subscribe(store, "sub_1", 1).await;
+    let at = now_ms();
+    for (id, event_id) in [("f-1", "e1"), ("f-2", "e2")] {
+        let start = Observed { financing_id: id, ..observed("RequestToGrenke", at) };
+        store.watch_start(&start, at, 1).await.unwrap();
+        let change = Observed { financing_id: id, ..observed("ReadyToSign", at + 1) };
+        store.watch_record(&change, event(event_id)).await.unwrap();
+    }
+    let claimed = store.delivery_claim_due("a", now_ms() + 60_000, 10).await.unwrap();
+    assert_eq!(claimed.len(), 2, "one delivery of each request, sent together");
+    (claimed, at)
+}
+
 /// A subscription disabled while several of its deliveries are in flight stays without
 /// pending deliveries: the attempts that end after the disabling leave their deliveries
 /// failed (they were put back to pending and retried for a day to a disabled subscription).
 #[tokio::test]
 async fn the_deliveries_of_a_disabled_subscription_stay_failed() {
     crate::store::testing::on_both_databases(async |store| {
-        subscribe(store, "sub_1", 1).await;
-        let at = now_ms();
-        for (id, event_id) in [("f-1", "e1"), ("f-2", "e2")] {
-            let start = Observed { financing_id: id, ..observed("RequestToGrenke", at) };
-            store.watch_start(&start, at, 1).await.unwrap();
-            let change = Observed { financing_id: id, ..observed("ReadyToSign", at + 1) };
-            store.watch_record(&change, event(event_id)).await.unwrap();
-        }
-        let claimed = store.delivery_claim_due("a", now_ms() + 60_000, 10).await.unwrap();
-        assert_eq!(claimed.len(), 2, "one delivery of each request, sent together");
+        let (claimed, at) = two_claimed_together(store).await;
         let failed = AttemptOutcome::Failed { status_code: Some(503), error: "HTTP 503", next_attempt_at: Some(at) };
         // The first attempt to end disables the subscription (it has been failing long enough).
         assert!(store.delivery_record(&claimed[0], "a", &failed, now_ms() + 1).await.unwrap());
@@ -194,6 +201,23 @@ async fn the_deliveries_of_a_disabled_subscription_stay_failed() {
         let listed = store.deliveries_of("sub_1", 10, 0).await.unwrap();
         assert_eq!(listed.iter().map(|d| d.status.as_str()).collect::<Vec<_>>(), ["failed", "failed"], "{listed:?}");
         assert!(store.delivery_claim_due("b", now_ms() + 60_000, 10).await.unwrap().is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_success_ends_a_failing_that_began_after_its_claim() {
+    crate::store::testing::on_both_databases(async |store| {
+        // Claimed together while the subscription was not failing; one fails, then the other
+        // is delivered: the receiver answers again, so the subscription is not failing.
+        let (claimed, at) = two_claimed_together(store).await;
+        let failed = AttemptOutcome::Failed { status_code: Some(503), error: "HTTP 503", next_attempt_at: Some(at) };
+        assert!(!store.delivery_record(&claimed[1], "a", &failed, 0).await.unwrap());
+        let delivered = AttemptOutcome::Delivered { status_code: 204 };
+        assert!(!store.delivery_record(&claimed[0], "a", &delivered, 0).await.unwrap());
+        let owner = Viewer { user_id: 1, operator: false };
+        let subscription = store.subscription(owner, "sub_1").await.unwrap().expect("subscribed");
+        assert_eq!(subscription.failing_since, None, "a stale start of failing would disable it at the next failure");
     })
     .await;
 }
