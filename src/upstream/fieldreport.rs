@@ -110,28 +110,34 @@ impl FieldReportClient {
 
     /// One call whose answer is JSON (`null` when empty).
     async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, UpstreamError> {
-        self.call_read(method, path, body, |text| {
+        self.call_read(method, path, body, |text, _| {
             if text.trim().is_empty() { Ok(Value::Null) } else { parse_json(SYSTEM, &text) }
         })
         .await
     }
 
     /// One call, counted (its answer read by `read` included): every call to the field-report
-    /// system passes here.
+    /// system passes here. `read` takes the body and the address of the record the answer
+    /// names (`OData-EntityId`, else `Location`), if any.
     async fn call_read<T>(
         &self,
         method: Method,
         path: &str,
         body: Option<&Value>,
-        read: impl FnOnce(String) -> Result<T, UpstreamError>,
+        read: impl FnOnce(String, Option<String>) -> Result<T, UpstreamError>,
     ) -> Result<T, UpstreamError> {
         let started = Instant::now();
-        let result = self.exchange(method, path, body).await.and_then(read);
+        let result = self.exchange(method, path, body).await.and_then(|(text, address)| read(text, address));
         self.metrics.record(SYSTEM, CallOutcome::of(&result), started);
         result
     }
 
-    async fn exchange(&self, method: Method, path: &str, body: Option<&Value>) -> Result<String, UpstreamError> {
+    async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(String, Option<String>), UpstreamError> {
         let mut request = self
             .http
             .request(method, self.url(path)?)
@@ -141,12 +147,39 @@ impl FieldReportClient {
             request = request.json(body);
         }
         let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
-        text_answer(SYSTEM, response, odata_message).await
+        let headers = response.headers();
+        let address = ["odata-entityid", "location"]
+            .into_iter()
+            .find_map(|name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string));
+        Ok((text_answer(SYSTEM, response, odata_message).await?, address))
     }
 
-    /// `POST <Set>`: the upstream's answer (with the id it assigned).
+    /// `POST <Set>`: the upstream's answer, with the Id it assigned. A server answering
+    /// `return=minimal` (204, or a 201 without a body) names the new record only by its
+    /// address (`OData-EntityId`, `Location`): its key is the Id. An answer that tells no Id
+    /// is unreadable: the create applied, under an Id not known here.
     pub async fn create(&self, set: &str, record: &Value) -> Result<Value, UpstreamError> {
-        self.call(Method::POST, set, Some(record)).await
+        self.call_read(Method::POST, set, Some(record), |text, address| {
+            let mut answer = if text.trim().is_empty() { Value::Null } else { parse_json(SYSTEM, &text)? };
+            let has_id = answer.get("Id").is_some_and(|id| !id.is_null());
+            match address.as_deref().and_then(key_of_address) {
+                _ if has_id => {}
+                Some(id) if answer.is_null() => answer = serde_json::json!({ "Id": id }),
+                Some(id) if answer.is_object() => answer["Id"] = Value::String(id),
+                _ => {
+                    return Err(UpstreamError::Malformed {
+                        system: SYSTEM,
+                        detail: format!(
+                            "a create answered without the Id it assigned (no record, no OData-EntityId or \
+                             Location): {}",
+                            summarise(&text)
+                        ),
+                    });
+                }
+            }
+            Ok(answer)
+        })
+        .await
     }
 
     /// `PUT <Set>(<Id>L)` with the whole record.
@@ -168,7 +201,8 @@ impl FieldReportClient {
             None if query.is_empty() => set.to_string(),
             None => format!("{set}?{query}"),
         };
-        retry_read(|| self.call_read(Method::GET, link_path(&target), None, |text| ODataPage::from_text(&text))).await
+        retry_read(|| self.call_read(Method::GET, link_path(&target), None, |text, _| ODataPage::from_text(&text)))
+            .await
     }
 
     /// The first page of `query` with records, or its last page: a server that withholds rows
@@ -202,6 +236,21 @@ impl FieldReportClient {
         let segment = key_segment(set, id);
         retry_read(|| self.call(Method::GET, &segment, None)).await
     }
+}
+
+/// The key of a record's address (`https://host/odata/Companies(123L)`, `Companies(123)`,
+/// `Tags('a%20b')`, `Companies(Id=123L)`): the Id it names, as [`key_segment`] writes it.
+pub fn key_of_address(address: &str) -> Option<String> {
+    let path = address.split(['?', '#']).next()?;
+    let (_, key) = path.trim_end_matches('/').strip_suffix(')')?.rsplit_once('(')?;
+    let key = key.strip_prefix("Id=").unwrap_or(key);
+    let decoded = percent_encoding::percent_decode_str(key).decode_utf8().ok()?;
+    if let Some(quoted) = decoded.strip_prefix('\'').and_then(|k| k.strip_suffix('\'')) {
+        return (!quoted.is_empty()).then(|| quoted.replace("''", "'"));
+    }
+    let digits = decoded.strip_suffix(['L', 'l']).unwrap_or(&decoded);
+    let numeric = !digits.is_empty() && digits.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
+    numeric.then(|| digits.to_string())
 }
 
 /// The part of a next link after the service root: a link may be absolute
@@ -334,6 +383,21 @@ mod tests {
                 prop_assert!(page(scalar_value).is_err());
             }
         }
+    }
+
+    #[test]
+    fn addresses_give_the_key_they_name() {
+        for (address, key) in [
+            ("https://h/odata/Companies(123L)", Some("123")),
+            ("/odata/Companies(123)", Some("123")),
+            ("Companies(Id=7L)/", Some("7")),
+            ("https://h/odata/Tags('a%27%27b%20c')", Some("a'b c")),
+            ("https://h/odata/Companies", None),
+            ("https://h/odata/Companies()", None),
+        ] {
+            assert_eq!(key_of_address(address).as_deref(), key, "{address}");
+        }
+        assert_eq!(key_of_address(&format!("https://h/odata/{}", key_segment("Tags", "a+b c'd"))).unwrap(), "a+b c'd");
     }
 
     #[test]
