@@ -12,7 +12,6 @@ use crate::fieldreport::merge::deep_merge;
 use crate::store::StoreError;
 use crate::store::fieldreport::deletes::LocalDelete;
 use crate::store::fieldreport::records::MirrorRecord;
-use crate::upstream::UpstreamError;
 use crate::vocabulary::field_errors::FieldErrors;
 
 /// An `ExternalId` given as text has at most [`MAX_ID_LEN`] characters, as an `Id`: it is
@@ -199,10 +198,10 @@ impl FieldReportService {
             Err(error) if error.may_have_applied() => {
                 self.settle_update(entity, &stored, &record, &body, error).await?
             }
-            Err(error @ UpstreamError::Refused { status: 409, .. }) => {
+            Err(error) if error.is_stale() => {
                 return Err(self.catch_up_after_conflict(entity, &stored, error).await);
             }
-            Err(UpstreamError::Refused { status: 404, .. }) => {
+            Err(gone) if gone.is_gone() => {
                 // Deleted at the field-report system by someone else: the mirror follows.
                 self.store.mirror_delete(entity.route, &stored.id).await?;
                 return Err(FieldReportError::NotFound { entity: entity.route.into(), id: stored.id });
@@ -275,7 +274,7 @@ impl FieldReportService {
                 self.store.mirror_forget_tombstone(entity.route, id).await?;
                 Ok(WriteOutcome { data: Value::Bool(true), upstream: Some(answer) })
             }
-            Err(UpstreamError::Refused { status: 404, .. }) => {
+            Err(gone) if gone.is_gone() => {
                 self.store.mirror_forget_tombstone(entity.route, id).await?;
                 done
             }

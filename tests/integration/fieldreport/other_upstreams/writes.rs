@@ -2,7 +2,9 @@
 //! the mirror ends equal to the server, and a write sent again after a refusal succeeds
 //! without a sync.
 
-use crate::common::{Api, Db, TestService};
+use std::collections::BTreeMap;
+
+use crate::common::{Api, Db, TestService, error_body};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -39,4 +41,62 @@ async fn a_create_answered_without_a_body_takes_the_id_of_its_address(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(a_create_answered_without_a_body_takes_the_id_of_its_address,);
+/// A server of ETags refuses a stale `Version` with `412 Precondition Failed`, not 409: the
+/// update failed with 502 and the mirror kept its stale copy, so every retry was refused
+/// again until a sync. The mirror takes the server's record, the caller gets 409
+/// `upstream_conflict`, and the update sent again succeeds.
+async fn an_update_refused_with_412_is_caught_up_as_a_conflict(db: Db) {
+    let fake = WriteFake::new();
+    *fake.stale_status.lock().unwrap() = 412;
+    let (svc, token) = start(db, &fake).await;
+    let created: Value =
+        send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "x", "Version": 1}))).await.json().await.unwrap();
+    let id = created["data"]["Id"].as_str().unwrap().to_string();
+    let key: i64 = id.parse().unwrap();
+    // Another client changes it at the server.
+    fake.records
+        .lock()
+        .unwrap()
+        .get_mut(&key)
+        .unwrap()
+        .extend(json!({"Version": 2, "Name": "theirs"}).as_object().unwrap().clone());
+    let item = format!("{COMPANIES}/{id}");
+    let refused = send(&svc, &token, Method::PATCH, &item, Some(json!({"Name": "mine"}))).await;
+    let body = error_body(refused, 409).await;
+    assert_eq!(body["error_code"], "upstream_conflict", "{body}");
+    let retried = send(&svc, &token, Method::PATCH, &item, Some(json!({"Name": "mine"}))).await;
+    assert_eq!(retried.status(), 200);
+    assert_eq!(mirror(&svc).await, BTreeMap::from([(id, json!(3))]));
+    svc.stop().await;
+}
+
+/// A server that answers `410 Gone` for a record deleted there: a delete of it is done (as a
+/// 404 is), not refused for ever with the record put back; an update of it lets the record go
+/// from the mirror and answers 404.
+async fn a_record_gone_with_410_leaves_the_mirror(db: Db) {
+    let fake = WriteFake::new();
+    *fake.gone_status.lock().unwrap() = 410;
+    let (svc, token) = start(db, &fake).await;
+    let mut ids = Vec::new();
+    for n in 0..2 {
+        let new = json!({"Id": format!("n{n}"), "Version": 1});
+        let created: Value = send(&svc, &token, Method::POST, COMPANIES, Some(new)).await.json().await.unwrap();
+        ids.push(created["data"]["Id"].as_str().unwrap().to_string());
+    }
+    fake.records.lock().unwrap().clear();
+    let deleted = send(&svc, &token, Method::DELETE, &format!("{COMPANIES}/{}", ids[0]), None).await;
+    assert_eq!(deleted.status(), 204, "{}", deleted.text().await.unwrap());
+    let updated = send(&svc, &token, Method::PATCH, &format!("{COMPANIES}/{}", ids[1]), Some(json!({"A": 1}))).await;
+    error_body(updated, 404).await;
+    assert_eq!(mirror(&svc).await, BTreeMap::new());
+    let tombstones: (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM fieldreport_deletes").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(tombstones.0, 0);
+    svc.stop().await;
+}
+
+on_both_databases!(
+    a_create_answered_without_a_body_takes_the_id_of_its_address,
+    an_update_refused_with_412_is_caught_up_as_a_conflict,
+    a_record_gone_with_410_leaves_the_mirror,
+);
