@@ -62,6 +62,11 @@ impl WriteFake {
         records.iter().map(|(id, record)| (id.to_string(), record["Version"].clone())).collect()
     }
 
+    pub(super) fn script(&self, method: Method, status: u16, content_type: &'static str, body: &str) {
+        let scripted = Scripted { method, status, content_type, body: body.to_string() };
+        self.scripted.lock().unwrap().push_back(scripted);
+    }
+
     fn answer(&self, req: &SimRequest) -> SimResponse {
         {
             let mut scripted = self.scripted.lock().unwrap();

@@ -95,8 +95,32 @@ async fn a_record_gone_with_410_leaves_the_mirror(db: Db) {
     svc.stop().await;
 }
 
+/// Error bodies that are not OData JSON: an OData v3 XML error and an HTML error page of a
+/// proxy or of IIS. The caller gets the server's message, not markup.
+async fn error_bodies_in_xml_and_html_give_their_message(db: Db) {
+    let fake = WriteFake::new();
+    let (svc, token) = start(db, &fake).await;
+    let xml = r#"<?xml version="1.0" encoding="utf-8"?><m:error xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><m:code>Validation</m:code><m:message xml:lang="en-US">The Name field is required.</m:message></m:error>"#;
+    let html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>body{font-family:Segoe UI}</style><title>400 - Bad Request: the request could not be understood</title></head><body><h1>Server Error</h1></body></html>";
+    for (content_type, body, expected) in [
+        ("application/xml", xml, "Validation: The Name field is required."),
+        ("text/html", html, "400 - Bad Request: the request could not be understood"),
+    ] {
+        fake.script(Method::POST, 400, content_type, body);
+        let refused = send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "e", "Version": 1}))).await;
+        let answer = error_body(refused, 502).await;
+        assert_eq!(answer["error_code"], "upstream_error", "{answer}");
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{message}");
+        assert!(!message.contains('<'), "{message}");
+    }
+    assert_eq!(mirror(&svc).await, BTreeMap::new());
+    svc.stop().await;
+}
+
 on_both_databases!(
     a_create_answered_without_a_body_takes_the_id_of_its_address,
     an_update_refused_with_412_is_caught_up_as_a_conflict,
     a_record_gone_with_410_leaves_the_mirror,
+    error_bodies_in_xml_and_html_give_their_message,
 );
