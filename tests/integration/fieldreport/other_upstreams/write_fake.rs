@@ -41,6 +41,9 @@ pub(super) struct WriteFake {
     /// The status for a record the server no longer has (404, or 410).
     pub(super) gone_status: Mutex<u16>,
     pub(super) scripted: Mutex<VecDeque<Scripted>>,
+    /// The `Version` a created record starts at whatever was sent, as a string (OData v3's
+    /// Int64), if the server assigns it.
+    pub(super) first_version: Mutex<Option<i64>>,
     next_id: Mutex<i64>,
 }
 
@@ -52,6 +55,7 @@ impl WriteFake {
             stale_status: Mutex::new(409),
             gone_status: Mutex::new(404),
             scripted: Mutex::default(),
+            first_version: Mutex::default(),
             next_id: Mutex::new(5000),
         })
     }
@@ -132,10 +136,15 @@ impl WriteFake {
         };
         record.insert("Id".into(), json!(id.to_string()));
         record.insert("DateModified".into(), json!("2026-01-01T00:00:00"));
+        let first = *self.first_version.lock().unwrap();
+        let answered = first.map(|version| json!(version.to_string()));
+        record.extend(first.map(|version| ("Version".to_string(), json!(version))));
+        let mut answer = record.clone();
+        answer.extend(answered.map(|version| ("Version".to_string(), version)));
         self.records.lock().unwrap().insert(id, record.clone());
         let address = format!("https://fake.example/odata/Companies({id}L)");
         match *self.created.lock().unwrap() {
-            Created::Record => json(StatusCode::CREATED, &record),
+            Created::Record => json(StatusCode::CREATED, &answer),
             Created::NoContent => http::Response::builder()
                 .status(204)
                 .header("OData-EntityId", &address)

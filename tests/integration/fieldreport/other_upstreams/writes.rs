@@ -118,9 +118,28 @@ async fn error_bodies_in_xml_and_html_give_their_message(db: Db) {
     svc.stop().await;
 }
 
+/// A server that assigns a new record's `Version` itself (answered as OData v3 writes an
+/// Int64, a string) whatever the create sent: the mirror kept the Version sent, so the next
+/// update sent one the server refused as stale. The mirror takes the Version answered.
+async fn a_create_takes_the_version_the_server_assigned(db: Db) {
+    let fake = WriteFake::new();
+    *fake.first_version.lock().unwrap() = Some(1);
+    let (svc, token) = start(db, &fake).await;
+    let created = send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "v", "Version": 5}))).await;
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["data"]["Version"], 1, "{created}");
+    let item = format!("{COMPANIES}/{}", created["data"]["Id"].as_str().unwrap());
+    let updated = send(&svc, &token, Method::PATCH, &item, Some(json!({"Name": "n"}))).await;
+    assert_eq!(updated.status(), 200, "{}", updated.text().await.unwrap());
+    assert_eq!(mirror(&svc).await, fake.versions());
+    svc.stop().await;
+}
+
 on_both_databases!(
     a_create_answered_without_a_body_takes_the_id_of_its_address,
     an_update_refused_with_412_is_caught_up_as_a_conflict,
     a_record_gone_with_410_leaves_the_mirror,
     error_bodies_in_xml_and_html_give_their_message,
+    a_create_takes_the_version_the_server_assigned,
 );
