@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use super::service::{FieldReportError, FieldReportService, record_id};
 use crate::store::fieldreport::records::MirrorRecord;
-use crate::upstream::UpstreamError;
 use crate::vocabulary::field_errors::FieldErrors;
 
 /// One record the upstream refused.
@@ -97,7 +96,7 @@ impl FieldReportService {
                     self.mark_pushed(info, kind, &record.id, &sent, &answer, &claim).await?;
                     report.pushed += 1;
                 }
-                Err(FieldReportError::Upstream(UpstreamError::Refused { status: 404, .. })) if kind == "update" => {
+                Err(FieldReportError::Upstream(gone)) if kind == "update" && gone.is_gone() => {
                     // Deleted at the field-report system meanwhile: the mirror follows it.
                     self.store().mirror_delete(info.route, &record.id).await?;
                     report.failed += 1;
@@ -146,7 +145,7 @@ impl FieldReportService {
                     self.store().mirror_forget_tombstone(info.route, &id).await?;
                     report.pushed += 1;
                 }
-                Err(crate::upstream::UpstreamError::Refused { status: 404, .. }) => {
+                Err(gone) if gone.is_gone() => {
                     self.store().mirror_forget_tombstone(info.route, &id).await?;
                     report.recovered += 1;
                 }

@@ -21,7 +21,7 @@ impl FieldReportService {
         error: UpstreamError,
     ) -> Result<WriteOutcome, FieldReportError> {
         match self.client()?.get(entity.set, &stored.id).await {
-            Err(UpstreamError::Refused { status: 404, .. }) => {
+            Err(gone) if gone.is_gone() => {
                 self.store().mirror_forget_tombstone(entity.route, &stored.id).await?;
                 Ok(WriteOutcome { data: Value::Bool(true), upstream: None })
             }
@@ -63,7 +63,7 @@ impl FieldReportService {
                 }
                 Err(not_applied("update", entity, &stored.id, &error))
             }
-            Err(UpstreamError::Refused { status: 404, .. }) => {
+            Err(gone) if gone.is_gone() => {
                 self.store().mirror_delete(entity.route, &stored.id).await?;
                 Err(FieldReportError::NotFound { entity: entity.route.into(), id: stored.id.clone() })
             }
@@ -118,7 +118,7 @@ impl FieldReportService {
     ) -> Result<MirrorRecord, FieldReportError> {
         let upstream = match self.client()?.get(entity.set, &stored.id).await {
             Ok(upstream) => upstream,
-            Err(UpstreamError::Refused { status: 404, .. }) => {
+            Err(gone) if gone.is_gone() => {
                 self.store().mirror_delete(entity.route, &stored.id).await?;
                 self.store().settle_update(entity.route, &stored.id).await?;
                 return Err(FieldReportError::NotFound { entity: entity.route.into(), id: stored.id });

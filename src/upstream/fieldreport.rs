@@ -49,8 +49,12 @@ pub fn key_segment(set: &str, id: &str) -> String {
     }
 }
 
-/// The message of an OData error body (v4 or v3), or the body itself, shortened.
+/// The message of an OData error body (v4 or v3 JSON, v3 XML `<m:error>`, an HTML error
+/// page's title), or the body itself, shortened.
 pub fn odata_message(body: &str) -> String {
+    if body.trim_start().starts_with('<') {
+        return summarise(&markup_message(body));
+    }
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let from_error = parsed.as_ref().and_then(|v| {
         let error = v.get("error").or_else(|| v.get("odata.error"))?;
@@ -63,6 +67,60 @@ pub fn odata_message(body: &str) -> String {
         Some(if code.is_empty() { text } else { format!("{code}: {text}") })
     });
     summarise(&from_error.unwrap_or_else(|| body.to_string()))
+}
+
+/// The message of an XML or HTML error body: an OData XML error's `code: message`, else an
+/// HTML page's `title` (or first heading), else its text without the markup.
+fn markup_message(body: &str) -> String {
+    let text = |name: &str| element_text(body, name).filter(|t| !t.is_empty());
+    if let Some(message) = text("message") {
+        return match text("code") {
+            Some(code) => format!("{code}: {message}"),
+            None => message,
+        };
+    }
+    if let Some(title) = text("title").or_else(|| text("h1")) {
+        return title;
+    }
+    let mut plain = String::new();
+    let mut in_tag = false;
+    for c in body.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                plain.push(' ');
+            }
+            c if !in_tag => plain.push(c),
+            _ => {}
+        }
+    }
+    let plain = unescape(&plain.split_whitespace().collect::<Vec<_>>().join(" "));
+    if plain.is_empty() { body.to_string() } else { plain }
+}
+
+/// The text of the first element named `name` (in any namespace prefix, any case), its
+/// whitespace collapsed and its character references read.
+fn element_text(body: &str, name: &str) -> Option<String> {
+    let mut rest = body;
+    while let Some(at) = rest.find('<') {
+        rest = &rest[at + 1..];
+        let tag_end = rest.find('>')?;
+        let tag = &rest[..tag_end];
+        let tag_name = tag.split(|c: char| c.is_whitespace() || c == '/').next().unwrap_or_default();
+        let local = tag_name.rsplit(':').next().unwrap_or_default();
+        if local.eq_ignore_ascii_case(name) && !tag.ends_with('/') {
+            let content = &rest[tag_end + 1..];
+            let content = &content[..content.find("</").unwrap_or(content.len())];
+            return Some(unescape(&content.split_whitespace().collect::<Vec<_>>().join(" ")));
+        }
+    }
+    None
+}
+
+/// The five predefined XML entities read.
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
 }
 
 impl FieldReportClient {
@@ -110,28 +168,34 @@ impl FieldReportClient {
 
     /// One call whose answer is JSON (`null` when empty).
     async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, UpstreamError> {
-        self.call_read(method, path, body, |text| {
+        self.call_read(method, path, body, |text, _| {
             if text.trim().is_empty() { Ok(Value::Null) } else { parse_json(SYSTEM, &text) }
         })
         .await
     }
 
     /// One call, counted (its answer read by `read` included): every call to the field-report
-    /// system passes here.
+    /// system passes here. `read` takes the body and the address of the record the answer
+    /// names (`OData-EntityId`, else `Location`), if any.
     async fn call_read<T>(
         &self,
         method: Method,
         path: &str,
         body: Option<&Value>,
-        read: impl FnOnce(String) -> Result<T, UpstreamError>,
+        read: impl FnOnce(String, Option<String>) -> Result<T, UpstreamError>,
     ) -> Result<T, UpstreamError> {
         let started = Instant::now();
-        let result = self.exchange(method, path, body).await.and_then(read);
+        let result = self.exchange(method, path, body).await.and_then(|(text, address)| read(text, address));
         self.metrics.record(SYSTEM, CallOutcome::of(&result), started);
         result
     }
 
-    async fn exchange(&self, method: Method, path: &str, body: Option<&Value>) -> Result<String, UpstreamError> {
+    async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(String, Option<String>), UpstreamError> {
         let mut request = self
             .http
             .request(method, self.url(path)?)
@@ -141,12 +205,39 @@ impl FieldReportClient {
             request = request.json(body);
         }
         let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
-        text_answer(SYSTEM, response, odata_message).await
+        let headers = response.headers();
+        let address = ["odata-entityid", "location"]
+            .into_iter()
+            .find_map(|name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string));
+        Ok((text_answer(SYSTEM, response, odata_message).await?, address))
     }
 
-    /// `POST <Set>`: the upstream's answer (with the id it assigned).
+    /// `POST <Set>`: the upstream's answer, with the Id it assigned. A server answering
+    /// `return=minimal` (204, or a 201 without a body) names the new record only by its
+    /// address (`OData-EntityId`, `Location`): its key is the Id. An answer that tells no Id
+    /// is unreadable: the create applied, under an Id not known here.
     pub async fn create(&self, set: &str, record: &Value) -> Result<Value, UpstreamError> {
-        self.call(Method::POST, set, Some(record)).await
+        self.call_read(Method::POST, set, Some(record), |text, address| {
+            let mut answer = if text.trim().is_empty() { Value::Null } else { parse_json(SYSTEM, &text)? };
+            let has_id = answer.get("Id").is_some_and(|id| !id.is_null());
+            match address.as_deref().and_then(key_of_address) {
+                _ if has_id => {}
+                Some(id) if answer.is_null() => answer = serde_json::json!({ "Id": id }),
+                Some(id) if answer.is_object() => answer["Id"] = Value::String(id),
+                _ => {
+                    return Err(UpstreamError::Malformed {
+                        system: SYSTEM,
+                        detail: format!(
+                            "a create answered without the Id it assigned (no record, no OData-EntityId or \
+                             Location): {}",
+                            summarise(&text)
+                        ),
+                    });
+                }
+            }
+            Ok(answer)
+        })
+        .await
     }
 
     /// `PUT <Set>(<Id>L)` with the whole record.
@@ -168,7 +259,7 @@ impl FieldReportClient {
             None if query.is_empty() => set.to_string(),
             None => format!("{set}?{query}"),
         };
-        retry_read(|| self.call_read(Method::GET, &target, None, |text| ODataPage::from_text(&text))).await
+        retry_read(|| self.call_read(Method::GET, &target, None, |text, _| ODataPage::from_text(&text))).await
     }
 
     /// The first page of `query` with records, or its last page: a server that withholds rows
@@ -202,6 +293,21 @@ impl FieldReportClient {
         let segment = key_segment(set, id);
         retry_read(|| self.call(Method::GET, &segment, None)).await
     }
+}
+
+/// The key of a record's address (`https://host/odata/Companies(123L)`, `Companies(123)`,
+/// `Tags('a%20b')`, `Companies(Id=123L)`): the Id it names, as [`key_segment`] writes it.
+pub fn key_of_address(address: &str) -> Option<String> {
+    let path = address.split(['?', '#']).next()?;
+    let (_, key) = path.trim_end_matches('/').strip_suffix(')')?.rsplit_once('(')?;
+    let key = key.strip_prefix("Id=").unwrap_or(key);
+    let decoded = percent_encoding::percent_decode_str(key).decode_utf8().ok()?;
+    if let Some(quoted) = decoded.strip_prefix('\'').and_then(|k| k.strip_suffix('\'')) {
+        return (!quoted.is_empty()).then(|| quoted.replace("''", "'"));
+    }
+    let digits = decoded.strip_suffix(['L', 'l']).unwrap_or(&decoded);
+    let numeric = !digits.is_empty() && digits.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
+    numeric.then(|| digits.to_string())
 }
 
 /// The part of `set`'s next link after the service root: a link may be absolute
@@ -357,6 +463,21 @@ mod tests {
     }
 
     #[test]
+    fn addresses_give_the_key_they_name() {
+        for (address, key) in [
+            ("https://h/odata/Companies(123L)", Some("123")),
+            ("/odata/Companies(123)", Some("123")),
+            ("Companies(Id=7L)/", Some("7")),
+            ("https://h/odata/Tags('a%27%27b%20c')", Some("a'b c")),
+            ("https://h/odata/Companies", None),
+            ("https://h/odata/Companies()", None),
+        ] {
+            assert_eq!(key_of_address(address).as_deref(), key, "{address}");
+        }
+        assert_eq!(key_of_address(&format!("https://h/odata/{}", key_segment("Tags", "a+b c'd"))).unwrap(), "a+b c'd");
+    }
+
+    #[test]
     fn keys_use_the_int64_suffix() {
         assert_eq!(key_segment("Companies", "123"), "Companies(123L)");
         assert_eq!(key_segment("Companies", "a'b c"), "Companies('a%27%27b%20c')");
@@ -379,5 +500,17 @@ mod tests {
             "gone"
         );
         assert_eq!(odata_message("plain text"), "plain text");
+        let xml = r#"<?xml version="1.0"?><m:error xmlns:m="x"><m:code>Conflict</m:code>
+            <m:message xml:lang="en-US">Version 3 &lt; 4</m:message><m:innererror><m:message>inner</m:message></m:innererror></m:error>"#;
+        assert_eq!(odata_message(xml), "Conflict: Version 3 < 4");
+        let html = "<html><head><style>p{}</style><title>503 Service Unavailable</title></head><body>x</body></html>";
+        assert_eq!(odata_message(html), "503 Service Unavailable");
+        assert_eq!(odata_message("<html><body><p>Bad  <b>gateway</b></p></body></html>"), "Bad gateway");
+    }
+
+    #[test]
+    fn markup_without_elements_is_shown_as_text() {
+        assert_eq!(odata_message("<error/>"), "<error/>");
+        assert_eq!(odata_message("<p>a &amp; b"), "a & b");
     }
 }

@@ -74,6 +74,18 @@ impl UpstreamError {
         }
     }
 
+    /// The upstream does not have the record: 404, or 410 Gone (a server that remembers it
+    /// deleted it).
+    pub fn is_gone(&self) -> bool {
+        matches!(self, UpstreamError::Refused { status: 404 | 410, .. })
+    }
+
+    /// The upstream refused a write as stale: 409, or 412 Precondition Failed (a server
+    /// checking its version as an ETag).
+    pub fn is_stale(&self) -> bool {
+        matches!(self, UpstreamError::Refused { status: 409 | 412, .. })
+    }
+
     /// Worth another try for a read: the upstream may answer next time.
     pub fn is_transient(&self) -> bool {
         match self {

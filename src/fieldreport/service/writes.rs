@@ -12,8 +12,8 @@ use crate::fieldreport::merge::deep_merge;
 use crate::store::StoreError;
 use crate::store::fieldreport::deletes::LocalDelete;
 use crate::store::fieldreport::records::MirrorRecord;
-use crate::upstream::UpstreamError;
 use crate::vocabulary::field_errors::FieldErrors;
+use crate::vocabulary::json_integer::json_integer;
 
 /// An `ExternalId` given as text has at most [`MAX_ID_LEN`] characters, as an `Id`: it is
 /// indexed, and a Postgres index entry holds about 2,700 bytes, so a longer one failed the
@@ -122,8 +122,13 @@ impl FieldReportService {
         }
         let upstream = if forward { Some(self.create_upstream(entity, &body).await?) } else { None };
         let id = upstream.as_ref().and_then(|answer| answer.get("Id")).and_then(record_id).unwrap_or(requested_id);
+        // A server that assigns a new record's Version itself answers it (an Int64, maybe
+        // as text): the mirror keeps that one, else the next update would be stale.
+        let answered = upstream.as_ref().and_then(|answer| answer.get("Version")).and_then(json_integer);
+        let version = answered.unwrap_or(version);
         let mut document = body;
         document["Id"] = Value::String(id.clone());
+        document["Version"] = Value::from(version);
         let record = MirrorRecord { id, version, document };
         let pending = (!forward).then_some("create");
         self.store.mirror_insert(entity.route, &record, pending).await.map_err(|e| match e {
@@ -199,10 +204,10 @@ impl FieldReportService {
             Err(error) if error.may_have_applied() => {
                 self.settle_update(entity, &stored, &record, &body, error).await?
             }
-            Err(error @ UpstreamError::Refused { status: 409, .. }) => {
+            Err(error) if error.is_stale() => {
                 return Err(self.catch_up_after_conflict(entity, &stored, error).await);
             }
-            Err(UpstreamError::Refused { status: 404, .. }) => {
+            Err(gone) if gone.is_gone() => {
                 // Deleted at the field-report system by someone else: the mirror follows.
                 self.store.mirror_delete(entity.route, &stored.id).await?;
                 return Err(FieldReportError::NotFound { entity: entity.route.into(), id: stored.id });
@@ -275,7 +280,7 @@ impl FieldReportService {
                 self.store.mirror_forget_tombstone(entity.route, id).await?;
                 Ok(WriteOutcome { data: Value::Bool(true), upstream: Some(answer) })
             }
-            Err(UpstreamError::Refused { status: 404, .. }) => {
+            Err(gone) if gone.is_gone() => {
                 self.store.mirror_forget_tombstone(entity.route, id).await?;
                 done
             }

@@ -23,7 +23,6 @@ use tokio::sync::mpsc;
 
 use super::service::{FieldReportError, FieldReportService};
 use crate::store::feed::Mirror;
-use crate::upstream::UpstreamError;
 use crate::vocabulary::stamp::Stamp;
 
 mod fetch;
@@ -142,7 +141,7 @@ impl FieldReportService {
         let mut gone = Vec::new();
         for id in back {
             match client.get(info.set, &id).await {
-                Err(UpstreamError::Refused { status: 404, .. }) => gone.push(id),
+                Err(error) if error.is_gone() => gone.push(id),
                 Ok(_) => {}
                 Err(error) => return Err(error.into()),
             }

@@ -216,7 +216,7 @@ fn select(record: &Map<String, Value>, fields: Option<&String>) -> Value {
     }
 }
 
-fn refused(status: u16, message: &str) -> SimResponse {
+pub(super) fn refused(status: u16, message: &str) -> SimResponse {
     let status = http::StatusCode::from_u16(status).unwrap();
     json(status, &json!({"odata.error": {"code": "", "message": {"lang": "en-US", "value": message}}}))
 }
@@ -224,15 +224,23 @@ fn refused(status: u16, message: &str) -> SimResponse {
 /// The service, its field-report system the fake.
 pub(super) async fn start(db: Db, fake: &Arc<Fake>) -> (TestService, String) {
     let served = fake.clone();
+    serving(db, move |req| served.answer(req)).await
+}
+
+/// The service, its field-report system a server answering each request with `answer`.
+pub(super) async fn serving(
+    db: Db,
+    answer: impl Fn(&SimRequest) -> SimResponse + Send + Sync + 'static,
+) -> (TestService, String) {
     let log = slog::Logger::root(slog::Discard, slog::o!());
+    let answer = Arc::new(answer);
     let address = serve("127.0.0.1:0".parse().unwrap(), Arc::new(Faults::default()), log, move |req| {
-        let answer = served.answer(&req);
-        async move { answer }
+        let answered = answer(&req);
+        async move { answered }
     })
     .await
     .unwrap();
-    let (svc, token) = TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
-    (svc, token)
+    TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await
 }
 
 /// A sync or reconciling of the companies: its status and report.

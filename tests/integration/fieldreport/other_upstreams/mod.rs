@@ -12,6 +12,8 @@ use crate::common::{Api, Db};
 use serde_json::{Value, json};
 
 mod fake;
+mod write_fake;
+mod writes;
 
 use self::fake::{Fake, Links, first_sync, mirror, reconcile_to_equal, start, sync};
 

@@ -1,0 +1,145 @@
+//! Forwarded writes against an OData server other than the simulator (see [`super::write_fake`]):
+//! the mirror ends equal to the server, and a write sent again after a refusal succeeds
+//! without a sync.
+
+use std::collections::BTreeMap;
+
+use crate::common::{Api, Db, TestService, error_body};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::mirror;
+use super::write_fake::{Created, WriteFake, start};
+
+const COMPANIES: &str = "/api/v1/fieldreport/companies";
+
+async fn send(svc: &TestService, token: &str, method: Method, path: &str, body: Option<Value>) -> reqwest::Response {
+    svc.call(token, method, path, body).await
+}
+
+/// A create answered `204 No Content` with the record's address in `OData-EntityId` (a server
+/// asked, or defaulting, to `return=minimal`), or `201` with only `Location`: the server
+/// assigned an Id the body does not tell. The record was stored under the Id the client sent,
+/// which the server does not have: the next update of it was answered 404 and the record left
+/// the mirror. It is stored under the server's Id, and updated there.
+async fn a_create_answered_without_a_body_takes_the_id_of_its_address(db: Db) {
+    let fake = WriteFake::new();
+    let (svc, token) = start(db, &fake).await;
+    for (n, created) in [Created::NoContent, Created::LocationOnly].into_iter().enumerate() {
+        *fake.created.lock().unwrap() = created;
+        let new = json!({"Id": format!("new-{n}"), "Version": 1, "Name": "Acme"});
+        let response = send(&svc, &token, Method::POST, COMPANIES, Some(new)).await;
+        assert_eq!(response.status(), 201);
+        let body: Value = response.json().await.unwrap();
+        let id = body["data"]["Id"].as_str().unwrap().to_string();
+        assert!(fake.records.lock().unwrap().contains_key(&id.parse::<i64>().unwrap_or(-1)), "{body}");
+        let item = format!("{COMPANIES}/{id}");
+        let updated = send(&svc, &token, Method::PATCH, &item, Some(json!({"Name": "Acme 2"}))).await;
+        assert_eq!(updated.status(), 200, "{}", updated.text().await.unwrap());
+    }
+    assert_eq!(mirror(&svc).await, fake.versions());
+    svc.stop().await;
+}
+
+/// A server of ETags refuses a stale `Version` with `412 Precondition Failed`, not 409: the
+/// update failed with 502 and the mirror kept its stale copy, so every retry was refused
+/// again until a sync. The mirror takes the server's record, the caller gets 409
+/// `upstream_conflict`, and the update sent again succeeds.
+async fn an_update_refused_with_412_is_caught_up_as_a_conflict(db: Db) {
+    let fake = WriteFake::new();
+    *fake.stale_status.lock().unwrap() = 412;
+    let (svc, token) = start(db, &fake).await;
+    let created: Value =
+        send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "x", "Version": 1}))).await.json().await.unwrap();
+    let id = created["data"]["Id"].as_str().unwrap().to_string();
+    let key: i64 = id.parse().unwrap();
+    // Another client changes it at the server.
+    fake.records
+        .lock()
+        .unwrap()
+        .get_mut(&key)
+        .unwrap()
+        .extend(json!({"Version": 2, "Name": "theirs"}).as_object().unwrap().clone());
+    let item = format!("{COMPANIES}/{id}");
+    let refused = send(&svc, &token, Method::PATCH, &item, Some(json!({"Name": "mine"}))).await;
+    let body = error_body(refused, 409).await;
+    assert_eq!(body["error_code"], "upstream_conflict", "{body}");
+    let retried = send(&svc, &token, Method::PATCH, &item, Some(json!({"Name": "mine"}))).await;
+    assert_eq!(retried.status(), 200);
+    assert_eq!(mirror(&svc).await, BTreeMap::from([(id, json!(3))]));
+    svc.stop().await;
+}
+
+/// A server that answers `410 Gone` for a record deleted there: a delete of it is done (as a
+/// 404 is), not refused for ever with the record put back; an update of it lets the record go
+/// from the mirror and answers 404.
+async fn a_record_gone_with_410_leaves_the_mirror(db: Db) {
+    let fake = WriteFake::new();
+    *fake.gone_status.lock().unwrap() = 410;
+    let (svc, token) = start(db, &fake).await;
+    let mut ids = Vec::new();
+    for n in 0..2 {
+        let new = json!({"Id": format!("n{n}"), "Version": 1});
+        let created: Value = send(&svc, &token, Method::POST, COMPANIES, Some(new)).await.json().await.unwrap();
+        ids.push(created["data"]["Id"].as_str().unwrap().to_string());
+    }
+    fake.records.lock().unwrap().clear();
+    let deleted = send(&svc, &token, Method::DELETE, &format!("{COMPANIES}/{}", ids[0]), None).await;
+    assert_eq!(deleted.status(), 204, "{}", deleted.text().await.unwrap());
+    let updated = send(&svc, &token, Method::PATCH, &format!("{COMPANIES}/{}", ids[1]), Some(json!({"A": 1}))).await;
+    error_body(updated, 404).await;
+    assert_eq!(mirror(&svc).await, BTreeMap::new());
+    let tombstones: (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM fieldreport_deletes").fetch_one(svc.store().pool()).await.unwrap();
+    assert_eq!(tombstones.0, 0);
+    svc.stop().await;
+}
+
+/// Error bodies that are not OData JSON: an OData v3 XML error and an HTML error page of a
+/// proxy or of IIS. The caller gets the server's message, not markup.
+async fn error_bodies_in_xml_and_html_give_their_message(db: Db) {
+    let fake = WriteFake::new();
+    let (svc, token) = start(db, &fake).await;
+    let xml = r#"<?xml version="1.0" encoding="utf-8"?><m:error xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><m:code>Validation</m:code><m:message xml:lang="en-US">The Name field is required.</m:message></m:error>"#;
+    let html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>body{font-family:Segoe UI}</style><title>400 - Bad Request: the request could not be understood</title></head><body><h1>Server Error</h1></body></html>";
+    for (content_type, body, expected) in [
+        ("application/xml", xml, "Validation: The Name field is required."),
+        ("text/html", html, "400 - Bad Request: the request could not be understood"),
+    ] {
+        fake.script(Method::POST, 400, content_type, body);
+        let refused = send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "e", "Version": 1}))).await;
+        let answer = error_body(refused, 502).await;
+        assert_eq!(answer["error_code"], "upstream_error", "{answer}");
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{message}");
+        assert!(!message.contains('<'), "{message}");
+    }
+    assert_eq!(mirror(&svc).await, BTreeMap::new());
+    svc.stop().await;
+}
+
+/// A server that assigns a new record's `Version` itself (answered as OData v3 writes an
+/// Int64, a string) whatever the create sent: the mirror kept the Version sent, so the next
+/// update sent one the server refused as stale. The mirror takes the Version answered.
+async fn a_create_takes_the_version_the_server_assigned(db: Db) {
+    let fake = WriteFake::new();
+    *fake.first_version.lock().unwrap() = Some(1);
+    let (svc, token) = start(db, &fake).await;
+    let created = send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "v", "Version": 5}))).await;
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["data"]["Version"], 1, "{created}");
+    let item = format!("{COMPANIES}/{}", created["data"]["Id"].as_str().unwrap());
+    let updated = send(&svc, &token, Method::PATCH, &item, Some(json!({"Name": "n"}))).await;
+    assert_eq!(updated.status(), 200, "{}", updated.text().await.unwrap());
+    assert_eq!(mirror(&svc).await, fake.versions());
+    svc.stop().await;
+}
+
+on_both_databases!(
+    a_create_answered_without_a_body_takes_the_id_of_its_address,
+    an_update_refused_with_412_is_caught_up_as_a_conflict,
+    a_record_gone_with_410_leaves_the_mirror,
+    error_bodies_in_xml_and_html_give_their_message,
+    a_create_takes_the_version_the_server_assigned,
+);
