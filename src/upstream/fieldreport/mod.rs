@@ -1,7 +1,7 @@
 //! The field-report system's OData interface: `<root>/odata/<Set>` with HTTP Basic.
 //!
 //! Records travel as JSON documents (the mirror keeps them whole). Keys are Int64 and
-//! addressed as `<Set>(<Id>L)`; OData errors (v4 `error`, v3 `odata.error`) are summarised.
+//! addressed as `<Set>(<Id>L)` ([`addresses`]); error answers are summarised ([`messages`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,6 +16,12 @@ use url::Url;
 use super::config::FieldReportConfig;
 use super::{CallOutcome, System, UpstreamError, error_chain, parse_json, retry_read, summarise, text_answer};
 use crate::metrics::{CallRecorder, Metrics};
+
+mod addresses;
+mod messages;
+
+pub use addresses::{key_of_address, key_segment, link_path};
+pub use messages::odata_message;
 
 const SYSTEM: System = System::FieldReport;
 
@@ -32,95 +38,6 @@ pub struct FieldReportClient {
     username: String,
     password: SecretString,
     metrics: CallRecorder,
-}
-
-/// What a key escapes in its path segment: all but RFC 3986's unreserved characters. Not a
-/// form's encoding, which writes a space `+`: in a path that is a plus, another key.
-const KEY_ESCAPED: &percent_encoding::AsciiSet =
-    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
-
-/// How a record is addressed: `Companies(123L)` for numeric ids, `Companies('x')` otherwise.
-pub fn key_segment(set: &str, id: &str) -> String {
-    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
-        format!("{set}({id}L)")
-    } else {
-        let quoted = id.replace('\'', "''");
-        format!("{set}('{}')", percent_encoding::utf8_percent_encode(&quoted, KEY_ESCAPED))
-    }
-}
-
-/// The message of an OData error body (v4 or v3 JSON, v3 XML `<m:error>`, an HTML error
-/// page's title), or the body itself, shortened.
-pub fn odata_message(body: &str) -> String {
-    if body.trim_start().starts_with('<') {
-        return summarise(&markup_message(body));
-    }
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let from_error = parsed.as_ref().and_then(|v| {
-        let error = v.get("error").or_else(|| v.get("odata.error"))?;
-        let message = error.get("message")?;
-        let text = message
-            .as_str()
-            .map(str::to_string)
-            .or_else(|| message.get("value").and_then(Value::as_str).map(str::to_string))?;
-        let code = error.get("code").and_then(Value::as_str).unwrap_or_default();
-        Some(if code.is_empty() { text } else { format!("{code}: {text}") })
-    });
-    summarise(&from_error.unwrap_or_else(|| body.to_string()))
-}
-
-/// The message of an XML or HTML error body: an OData XML error's `code: message`, else an
-/// HTML page's `title` (or first heading), else its text without the markup.
-fn markup_message(body: &str) -> String {
-    let text = |name: &str| element_text(body, name).filter(|t| !t.is_empty());
-    if let Some(message) = text("message") {
-        return match text("code") {
-            Some(code) => format!("{code}: {message}"),
-            None => message,
-        };
-    }
-    if let Some(title) = text("title").or_else(|| text("h1")) {
-        return title;
-    }
-    let mut plain = String::new();
-    let mut in_tag = false;
-    for c in body.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => {
-                in_tag = false;
-                plain.push(' ');
-            }
-            c if !in_tag => plain.push(c),
-            _ => {}
-        }
-    }
-    let plain = unescape(&plain.split_whitespace().collect::<Vec<_>>().join(" "));
-    if plain.is_empty() { body.to_string() } else { plain }
-}
-
-/// The text of the first element named `name` (in any namespace prefix, any case), its
-/// whitespace collapsed and its character references read.
-fn element_text(body: &str, name: &str) -> Option<String> {
-    let mut rest = body;
-    while let Some(at) = rest.find('<') {
-        rest = &rest[at + 1..];
-        let tag_end = rest.find('>')?;
-        let tag = &rest[..tag_end];
-        let tag_name = tag.split(|c: char| c.is_whitespace() || c == '/').next().unwrap_or_default();
-        let local = tag_name.rsplit(':').next().unwrap_or_default();
-        if local.eq_ignore_ascii_case(name) && !tag.ends_with('/') {
-            let content = &rest[tag_end + 1..];
-            let content = &content[..content.find("</").unwrap_or(content.len())];
-            return Some(unescape(&content.split_whitespace().collect::<Vec<_>>().join(" ")));
-        }
-    }
-    None
-}
-
-/// The five predefined XML entities read.
-fn unescape(text: &str) -> String {
-    text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
 }
 
 impl FieldReportClient {
@@ -295,38 +212,6 @@ impl FieldReportClient {
     }
 }
 
-/// The key of a record's address (`https://host/odata/Companies(123L)`, `Companies(123)`,
-/// `Tags('a%20b')`, `Companies(Id=123L)`): the Id it names, as [`key_segment`] writes it.
-pub fn key_of_address(address: &str) -> Option<String> {
-    let path = address.split(['?', '#']).next()?;
-    let (_, key) = path.trim_end_matches('/').strip_suffix(')')?.rsplit_once('(')?;
-    let key = key.strip_prefix("Id=").unwrap_or(key);
-    let decoded = percent_encoding::percent_decode_str(key).decode_utf8().ok()?;
-    if let Some(quoted) = decoded.strip_prefix('\'').and_then(|k| k.strip_suffix('\'')) {
-        return (!quoted.is_empty()).then(|| quoted.replace("''", "'"));
-    }
-    let digits = decoded.strip_suffix(['L', 'l']).unwrap_or(&decoded);
-    let numeric = !digits.is_empty() && digits.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
-    numeric.then(|| digits.to_string())
-}
-
-/// The part of `set`'s next link after the service root: a link may be absolute
-/// (`https://host/odata/Set?…`, asked of the configured root whatever its host),
-/// root-relative (`/odata/Set?…`), relative (`Set?…`) or only a query (`?$skiptoken=…`, as a
-/// relative reference resolves against the set's own address). Only the path is searched for
-/// the root, so a query that names `/odata/` (a filter on a URL, say) is kept whole.
-pub fn link_path(set: &str, link: &str) -> String {
-    if let Some(query) = link.strip_prefix('?') {
-        return format!("{set}?{query}");
-    }
-    let (path, query) = link.split_once('?').map_or((link, None), |(path, query)| (path, Some(query)));
-    let path = path.split_once("/odata/").map_or(path, |(_, rest)| rest);
-    match query {
-        Some(query) => format!("{path}?{query}"),
-        None => path.to_string(),
-    }
-}
-
 /// One page of records from an OData list.
 #[derive(Debug)]
 pub struct ODataPage {
@@ -428,29 +313,6 @@ mod tests {
                 prop_assert_eq!(page.next_link, link);
             }
 
-            /// An absolute, a root-relative and a relative next link lead to the same request.
-            #[test]
-            fn next_links_of_every_form_lead_to_the_same_path(
-                set in text("ABCDEFGHabcdefgh", 1..12),
-                query in text("abc019$=&' ", 0..30),
-                host in text("abcdef0123.", 1..20),
-            ) {
-                let relative = format!("{set}?{query}");
-                let (absolute, rooted) = (format!("https://{host}/odata/{relative}"), format!("/odata/{relative}"));
-                prop_assert_eq!(link_path(&set, &absolute), relative.clone());
-                prop_assert_eq!(link_path(&set, &rooted), relative.clone());
-                prop_assert_eq!(link_path(&set, &relative), relative.clone());
-                prop_assert_eq!(link_path(&set, &format!("?{query}")), relative);
-            }
-
-            /// A query that names the root (a filter on a URL) is not taken for it.
-            #[test]
-            fn a_query_naming_the_root_is_kept_whole(set in text("ABCDEFGHabcdefgh", 1..12), tail in text("abc019$=", 0..12)) {
-                let relative = format!("{set}?$filter=Url eq 'https://x/odata/{tail}'");
-                prop_assert_eq!(link_path(&set, &format!("https://host/odata/{relative}")), relative.clone());
-                prop_assert_eq!(link_path(&set, &relative), relative);
-            }
-
             /// Anything that is not a list is refused, never taken as an empty page.
             #[test]
             fn bodies_without_a_list_are_refused(key in text("abcdefgh.@", 1..12), n in any::<i64>()) {
@@ -460,57 +322,5 @@ mod tests {
                 prop_assert!(page(scalar_value).is_err());
             }
         }
-    }
-
-    #[test]
-    fn addresses_give_the_key_they_name() {
-        for (address, key) in [
-            ("https://h/odata/Companies(123L)", Some("123")),
-            ("/odata/Companies(123)", Some("123")),
-            ("Companies(Id=7L)/", Some("7")),
-            ("https://h/odata/Tags('a%27%27b%20c')", Some("a'b c")),
-            ("https://h/odata/Companies", None),
-            ("https://h/odata/Companies()", None),
-        ] {
-            assert_eq!(key_of_address(address).as_deref(), key, "{address}");
-        }
-        assert_eq!(key_of_address(&format!("https://h/odata/{}", key_segment("Tags", "a+b c'd"))).unwrap(), "a+b c'd");
-    }
-
-    #[test]
-    fn keys_use_the_int64_suffix() {
-        assert_eq!(key_segment("Companies", "123"), "Companies(123L)");
-        assert_eq!(key_segment("Companies", "a'b c"), "Companies('a%27%27b%20c')");
-    }
-
-    /// A key is a path segment, not a form: a space is `%20` (a `+` in a path is a plus), and
-    /// the characters that would end the segment or the path are escaped.
-    #[test]
-    fn a_key_is_escaped_as_a_path_segment() {
-        assert_eq!(key_segment("Tags", "a+b c"), "Tags('a%2Bb%20c')");
-        assert_eq!(key_segment("Tags", "x/y?z#w%"), "Tags('x%2Fy%3Fz%23w%25')");
-        assert_eq!(key_segment("Tags", "Ä-1.2_~"), "Tags('%C3%84-1.2_~')");
-    }
-
-    #[test]
-    fn odata_errors_of_both_versions_are_summarised() {
-        assert_eq!(odata_message(r#"{"error": {"code": "Conflict", "message": "stale"}}"#), "Conflict: stale");
-        assert_eq!(
-            odata_message(r#"{"odata.error": {"code": "", "message": {"lang": "en", "value": "gone"}}}"#),
-            "gone"
-        );
-        assert_eq!(odata_message("plain text"), "plain text");
-        let xml = r#"<?xml version="1.0"?><m:error xmlns:m="x"><m:code>Conflict</m:code>
-            <m:message xml:lang="en-US">Version 3 &lt; 4</m:message><m:innererror><m:message>inner</m:message></m:innererror></m:error>"#;
-        assert_eq!(odata_message(xml), "Conflict: Version 3 < 4");
-        let html = "<html><head><style>p{}</style><title>503 Service Unavailable</title></head><body>x</body></html>";
-        assert_eq!(odata_message(html), "503 Service Unavailable");
-        assert_eq!(odata_message("<html><body><p>Bad  <b>gateway</b></p></body></html>"), "Bad gateway");
-    }
-
-    #[test]
-    fn markup_without_elements_is_shown_as_text() {
-        assert_eq!(odata_message("<error/>"), "<error/>");
-        assert_eq!(odata_message("<p>a &amp; b"), "a & b");
     }
 }
