@@ -10,6 +10,8 @@ use slog::{Drain, Logger, o};
 
 use crate::vocabulary::settings::{ConfigError, Settings, invalid};
 
+mod text;
+
 static GLOBAL: OnceLock<Logger> = OnceLock::new();
 
 /// Output format of the log.
@@ -59,7 +61,7 @@ fn format_drain<W: std::io::Write + Send + 'static>(
     match format {
         LogFormat::Json => Box::new(slog_json::Json::new(sink).add_default_keys().build().fuse()),
         LogFormat::Text => {
-            let decorator = slog_term::PlainDecorator::new(sink);
+            let decorator = text::EscapingDecorator::new(sink);
             Box::new(slog_term::FullFormat::new(decorator).build().fuse())
         }
     }

@@ -107,6 +107,11 @@ impl Instance {
         child.wait().unwrap();
     }
 
+    /// What the service has written to its log so far (stderr; complete once it has stopped).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_file).unwrap_or_default()
+    }
+
     /// Runs a command of the binary with the service's settings (its database, the simulators).
     pub async fn command(&self, args: &[&str]) -> std::process::Output {
         Binary::new(args).envs(self.env.iter().cloned()).output_async().await

@@ -19,6 +19,7 @@ mod bursts;
 mod exports;
 mod held_calls;
 mod injection;
+mod log_lines;
 mod neighbours;
 mod nul;
 mod stored;
