@@ -10,6 +10,7 @@ use slog::{Drain, Logger, o};
 
 use crate::vocabulary::settings::{ConfigError, Settings, invalid};
 
+mod json;
 mod text;
 
 static GLOBAL: OnceLock<Logger> = OnceLock::new();
@@ -59,7 +60,7 @@ fn format_drain<W: std::io::Write + Send + 'static>(
     sink: W,
 ) -> Box<dyn Drain<Ok = (), Err = slog::Never> + Send> {
     match format {
-        LogFormat::Json => Box::new(slog_json::Json::new(sink).add_default_keys().build().fuse()),
+        LogFormat::Json => Box::new(slog_json::Json::new(json::LineSafe(sink)).add_default_keys().build().fuse()),
         LogFormat::Text => {
             let decorator = text::EscapingDecorator::new(sink);
             Box::new(slog_term::FullFormat::new(decorator).build().fuse())

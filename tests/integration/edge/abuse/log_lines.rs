@@ -1,6 +1,7 @@
 //! Text from outside the service (an upstream's error message) that holds line breaks and
 //! other control characters must not start lines of its own in the service's log: in the text
-//! format a reader could not tell a forged line from the service's own.
+//! format a reader could not tell a forged line from the service's own. The JSON format must
+//! keep one record a line too, for readers that split lines the Unicode way as well.
 
 use crate::common::Api;
 use crate::common::contract::Checked;
@@ -42,5 +43,17 @@ async fn upstream_text_cannot_forge_text_log_lines() {
     for line in log.lines() {
         assert!(!line.starts_with("FAKE"), "a forged line in the text log: {line:?}");
         assert!(!line.chars().any(char::is_control), "a control character in the text log: {line:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_text_cannot_forge_json_log_lines() {
+    let log = log_after_a_forging_upstream("json").await;
+    assert!(log.contains(FORGED), "the upstream's message reached the log: {log}");
+    for line in log.lines() {
+        let record: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("a line of the JSON log is no record ({e}): {line:?}"));
+        assert!(record["msg"].as_str().is_some(), "a record without its message: {line}");
+        assert!(!line.chars().any(char::is_control), "a control character in the JSON log: {line:?}");
     }
 }
