@@ -432,7 +432,7 @@ impl From<FieldReportError> for ApiError {
 impl From<FeedError> for ApiError {
     fn from(error: FeedError) -> Self {
         match error {
-            FeedError::Expired { .. } | FeedError::Unknown { .. } => {
+            FeedError::Expired { .. } | FeedError::Unknown { .. } | FeedError::OtherHistory { .. } => {
                 Self::new(ErrorStatusCode::GONE, "cursor_expired", error.to_string())
             }
             FeedError::Invalid(errors) => Self::validation(errors),

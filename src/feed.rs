@@ -25,10 +25,25 @@ pub enum FeedError {
         "the position {since} is after the last of the change feed of {entity} ({last}): this database did not answer it (restored from a backup since?): copy the set again (its export ends with a position to follow) and follow from there"
     )]
     Unknown { entity: String, since: i64, last: i64 },
+    /// The position belongs to another history of the feed: answered by another database, or
+    /// by this one before it was restored from a backup.
+    #[error(
+        "the position of the change feed of {entity} was answered by another history of this mirror (another database, or this one before it was restored from a backup): copy the set again (its export ends with a position to follow) and follow from there"
+    )]
+    OtherHistory { entity: String },
     #[error("invalid request")]
     Invalid(FieldErrors),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// A position a consumer was answered: the number of the last change it has, and the
+/// history of the feed that number counts in (`None`: a position answered before positions
+/// named their history).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Since {
+    pub generation: Option<i64>,
+    pub seq: i64,
 }
 
 /// A page of a set's changes, and the position after it (the position asked when there was no
@@ -36,7 +51,7 @@ pub enum FeedError {
 #[derive(Debug)]
 pub struct ChangePage {
     pub changes: Vec<Change>,
-    pub next: i64,
+    pub next: Since,
 }
 
 /// The changes of `entity` after position `since` (from the start when `None`: a consumer
@@ -45,7 +60,7 @@ pub async fn changes(
     store: &Store,
     mirror: Mirror,
     entity: &str,
-    since: Option<i64>,
+    since: Option<Since>,
     limit: Option<u32>,
 ) -> Result<ChangePage, FeedError> {
     let limit = limit.unwrap_or(DEFAULT_LIMIT);
@@ -55,10 +70,19 @@ pub async fn changes(
             vec![format!("limit is 1 to {MAX_LIMIT}")],
         )])));
     }
-    let since = since.unwrap_or(0);
+    let asked = since;
+    let since = asked.map_or(0, |since| since.seq);
     let changes = store.feed_changes(mirror, entity, since, limit).await?;
     // Read after the changes: a removal pruned meanwhile may be missing from them.
     let position = store.feed_position(mirror, entity).await?;
+    let same_history = match asked.map(|since| since.generation) {
+        None => true,
+        Some(Some(generation)) => generation == position.generation,
+        Some(None) => position.legacy_positions,
+    };
+    if !same_history {
+        return Err(FeedError::OtherHistory { entity: entity.to_string() });
+    }
     if since > 0 && since < position.expired_through {
         return Err(FeedError::Expired { entity: entity.to_string(), since });
     }
@@ -66,11 +90,12 @@ pub async fn changes(
         return Err(FeedError::Unknown { entity: entity.to_string(), since, last: position.last_seq });
     }
     let next = changes.last().map_or(since, |change| change.seq);
-    Ok(ChangePage { changes, next })
+    Ok(ChangePage { changes, next: Since { generation: Some(position.generation), seq: next } })
 }
 
 /// Where the feed of `entity` stands: an export that starts here and reads every record after
 /// is followed from this position.
-pub async fn position(store: &Store, mirror: Mirror, entity: &str) -> Result<i64, FeedError> {
-    Ok(store.feed_position(mirror, entity).await?.last_seq)
+pub async fn position(store: &Store, mirror: Mirror, entity: &str) -> Result<Since, FeedError> {
+    let position = store.feed_position(mirror, entity).await?;
+    Ok(Since { generation: Some(position.generation), seq: position.last_seq })
 }

@@ -158,6 +158,7 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     // have beside it (a snapshot of a volume), which a copy of the file alone would lose.
     let mut feed_not_carried = None;
     let copied = copy_into(from, OpenFlags::SQLITE_OPEN_READ_ONLY, &partial, &database)
+        .and_then(|()| begin_feed_history(&partial))
         .and_then(|()| carry_feed_forward(&database, &partial))
         .map(|not_carried| feed_not_carried = not_carried)
         .and_then(|()| owned_as_replaced(&partial, &database))
@@ -209,6 +210,30 @@ fn carry_feed_forward(replaced: &Path, copy: &Path) -> Result<Option<String>, Ba
     })();
     carried.map_err(|error| BackupError::Sqlite { path: copy.to_path_buf(), error })?;
     Ok(None)
+}
+
+/// Gives the restored `copy` a feed history of its own (migration 0038): it numbers its
+/// changes again after the backup's, so a position answered by any other database, the one it
+/// replaces included (or by none, on a new host), is refused whatever its number.
+fn begin_feed_history(copy: &Path) -> Result<(), BackupError> {
+    let sqlite = |error| BackupError::Sqlite { path: copy.to_path_buf(), error };
+    let new = Connection::open(copy).map_err(sqlite)?;
+    let has_history: bool = new
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mirror_feed_history'",
+            [],
+            |row| row.get::<_, i64>(0).map(|n| n > 0),
+        )
+        .map_err(sqlite)?;
+    if has_history {
+        new.execute(
+            "UPDATE mirror_feed_history SET legacy_positions = 0, \
+             generation = 100000 + (generation - 100000 + 1 + abs(random() % 899999)) % 900000",
+            [],
+        )
+        .map_err(sqlite)?;
+    }
+    Ok(())
 }
 
 /// The last number of each set's change feed in the database at `path`; none when it is older

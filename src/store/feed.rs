@@ -91,12 +91,16 @@ pub struct Change {
     pub document: Option<Box<RawValue>>,
 }
 
-/// Where a set's feed stands: its last number, and the newest number of a removal no longer
-/// kept (a consumer behind it may have missed that removal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, sqlx::FromRow)]
+/// Where a set's feed stands: its last number, the newest number of a removal no longer kept
+/// (a consumer behind it may have missed that removal), and the history its numbers count in
+/// (migration 0038: a restore begins another), with whether positions answered without one
+/// are still followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FeedPosition {
     pub last_seq: i64,
     pub expired_through: i64,
+    pub generation: i64,
+    pub legacy_positions: bool,
 }
 
 impl Store {
@@ -130,19 +134,36 @@ impl Store {
     /// number is the last a reader may pass (see [`passable_bound`]): a copy that starts there
     /// is followed from there without missing a record of a writer still at work.
     pub async fn feed_position(&self, mirror: Mirror, entity: &str) -> Result<FeedPosition, StoreError> {
-        let statement = match self.dialect() {
+        let (last, legacy) = match self.dialect() {
             Dialect::Postgres => {
-                "SELECT mirror_feed_passable(mirror, entity) AS last_seq, expired_through FROM mirror_feed \
-                 WHERE mirror = $1 AND entity = $2"
+                ("mirror_feed_passable($1, $2)", "CAST(CASE WHEN history.legacy_positions THEN 1 ELSE 0 END AS BIGINT)")
             }
-            Dialect::Sqlite => "SELECT last_seq, expired_through FROM mirror_feed WHERE mirror = $1 AND entity = $2",
+            Dialect::Sqlite => ("COALESCE(feed.last_seq, 0)", "history.legacy_positions"),
         };
-        let position = sqlx::query_as::<_, FeedPosition>(statement)
-            .bind(mirror.name())
-            .bind(entity)
-            .fetch_optional(self.pool())
-            .await?;
-        Ok(position.unwrap_or_default())
+        let statement = sql!(
+            "SELECT {last} AS last_seq, COALESCE(feed.expired_through, 0) AS expired_through, \
+             history.generation AS generation, {legacy} AS legacy_positions \
+             FROM mirror_feed_history history \
+             LEFT JOIN mirror_feed feed ON feed.mirror = $1 AND feed.entity = $2"
+        );
+        let row = sqlx::query(statement).bind(mirror.name()).bind(entity).fetch_one(self.pool()).await?;
+        Ok(FeedPosition {
+            last_seq: row.try_get("last_seq")?,
+            expired_through: row.try_get("expired_through")?,
+            generation: row.try_get("generation")?,
+            legacy_positions: row.try_get::<i64, _>("legacy_positions")? != 0,
+        })
+    }
+
+    /// Postgres: binds the feed to the database that holds it (migration 0038): a database
+    /// restored from another's dump begins another history, so positions answered by the
+    /// other are refused. Run at each start, after the migrations. SQLite's `restore` does it
+    /// itself ([`crate::store::backup`]).
+    pub(in crate::store) async fn bind_feed_history(&self) -> Result<(), StoreError> {
+        if self.dialect() == Dialect::Postgres {
+            sqlx::query("SELECT mirror_feed_bind()").execute(self.pool()).await?;
+        }
+        Ok(())
     }
 
     /// Removes the tombstones of removals made before `before_ms`, recording for each set the

@@ -117,7 +117,8 @@ impl Store {
             Dialect::Sqlite => sqlx::migrate!("migrations/sqlite"),
             Dialect::Postgres => sqlx::migrate!("migrations/postgres"),
         };
-        migrator.run(&self.pool).await.map_err(|e| StoreError::Migration(e.to_string()))
+        migrator.run(&self.pool).await.map_err(|e| StoreError::Migration(e.to_string()))?;
+        self.bind_feed_history().await
     }
 
     /// Succeeds when the database answers a trivial query and would take a write: on SQLite

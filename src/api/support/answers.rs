@@ -375,6 +375,7 @@ fn feed_errors() -> Vec<FeedError> {
     every_variant! {
         FeedError::Expired { .. } => vec![FeedError::Expired { entity: text(), since: 1 }],
         FeedError::Unknown { .. } => vec![FeedError::Unknown { entity: text(), since: 2, last: 1 }],
+        FeedError::OtherHistory { .. } => vec![FeedError::OtherHistory { entity: text() }],
         FeedError::Invalid(_) => vec![FeedError::Invalid(field_errors())],
         FeedError::Store(_) => store_errors().into_iter().map(FeedError::Store).collect(),
     }

@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 
 use crate::api::support::per_user::{PerUser, Place};
 use crate::error::{ApiError, FieldErrors};
-use crate::feed::{ChangePage, MAX_LIMIT};
+use crate::feed::{ChangePage, MAX_LIMIT, Since};
 use crate::store::feed::Change;
 
 /// The content type of an export.
@@ -26,25 +26,53 @@ pub const NDJSON: &str = "application/x-ndjson";
 /// Digits of a position at most (an `i64` holds any of them).
 const MAX_POSITION_DIGITS: usize = 18;
 
-/// A position in a set's change feed, as answered in `next_cursor` and asked with `since`.
+/// A position in a set's change feed, as answered in `next_cursor` and asked with `since`:
+/// the history's generation ([`GENERATION_DIGITS`]) then the number, zero-padded, all digits
+/// (the document's pattern and length, which released clients check). A text of fewer digits
+/// is a bare number, as answered before positions named their history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct FeedCursor(String);
 
+/// Digits of a generation in a position (migration 0038 takes them in 100000..=999999) and of
+/// its number after it (a set numbers fewer changes than 10^12 in its life; a number past them
+/// goes out bare).
+const GENERATION_DIGITS: usize = 6;
+const NUMBER_DIGITS: usize = MAX_POSITION_DIGITS - GENERATION_DIGITS;
+
 impl FeedCursor {
-    pub fn at(position: i64) -> FeedCursor {
-        FeedCursor(position.to_string())
+    pub fn at(position: Since) -> FeedCursor {
+        match position.generation {
+            Some(generation)
+                if position.seq < 10i64.pow(NUMBER_DIGITS as u32)
+                    && generation < 10i64.pow(GENERATION_DIGITS as u32) =>
+            {
+                FeedCursor(format!("{generation:0GENERATION_DIGITS$}{:0NUMBER_DIGITS$}", position.seq))
+            }
+            _ => FeedCursor(position.seq.to_string()),
+        }
     }
 
     /// The position; a 422 naming `since` for a text that is not one (the document's pattern).
-    pub fn position(&self) -> Result<i64, ApiError> {
+    pub fn position(&self) -> Result<Since, ApiError> {
         let admitted = (1..=MAX_POSITION_DIGITS).contains(&self.0.len()) && self.0.bytes().all(|b| b.is_ascii_digit());
-        match self.0.parse::<i64>() {
-            Ok(position) if admitted => Ok(position),
-            _ => Err(ApiError::validation(FieldErrors::from([(
+        let invalid = || {
+            ApiError::validation(FieldErrors::from([(
                 "since".to_string(),
                 vec!["since is a position this service answered (next_cursor), passed on as it is.".to_string()],
-            )]))),
+            )]))
+        };
+        if !admitted {
+            return Err(invalid());
+        }
+        if self.0.len() < MAX_POSITION_DIGITS {
+            let seq = self.0.parse::<i64>().map_err(|_| invalid())?;
+            return Ok(Since { generation: None, seq });
+        }
+        let (generation, seq) = self.0.split_at(GENERATION_DIGITS);
+        match (generation.parse::<i64>(), seq.parse::<i64>()) {
+            (Ok(generation), Ok(seq)) => Ok(Since { generation: Some(generation), seq }),
+            _ => Err(invalid()),
         }
     }
 }
@@ -105,7 +133,7 @@ pub struct FeedQuery {
 
 impl FeedQuery {
     /// The position and the page size asked.
-    pub fn read(self) -> Result<(Option<i64>, Option<u32>), ApiError> {
+    pub fn read(self) -> Result<(Option<Since>, Option<u32>), ApiError> {
         let since = self.since.map(|FeedCursorParam(cursor)| cursor.position()).transpose()?;
         Ok((since, self.limit))
     }
@@ -202,10 +230,11 @@ impl ChangePageBody {
         show: &impl Fn(Box<RawValue>) -> Box<RawValue>,
     ) -> ChangePageBody {
         let limit = limit.map(|limit| format!("&limit={limit}")).unwrap_or_default();
+        let next_cursor = FeedCursor::at(page.next);
         ChangePageBody {
             data: page.changes.into_iter().map(|change| ChangeItem::of(change, show)).collect(),
-            next_cursor: FeedCursor::at(page.next),
-            next: format!("{path}?since={}{limit}", page.next),
+            next: format!("{path}?since={}{limit}", next_cursor.0),
+            next_cursor,
         }
     }
 }
@@ -267,7 +296,7 @@ pub fn export_place(exports: &std::sync::Arc<PerUser>, user_id: i64) -> Result<P
 /// `read_page` reads after a key (the last id of the page before; none at first), until a page
 /// is empty, then the last line with `position`; the answer streams what it sends. The task
 /// stops when the client leaves; a failure ends the answer without its last line.
-pub fn export<F, Fut>(position: i64, place: Place, mut read_page: F) -> Result<http::Response<Body>, ApiError>
+pub fn export<F, Fut>(position: Since, place: Place, mut read_page: F) -> Result<http::Response<Body>, ApiError>
 where
     F: FnMut(Option<String>) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = Result<Vec<ChangeItem>, crate::store::StoreError>> + Send,
@@ -307,7 +336,7 @@ fn ndjson_lines(items: &[ChangeItem]) -> Result<Bytes, std::io::Error> {
 }
 
 /// The last line of an export: where to follow the feed from.
-fn ndjson_end(position: i64, records: u64) -> Bytes {
+fn ndjson_end(position: Since, records: u64) -> Bytes {
     let line = json!({"next_cursor": FeedCursor::at(position), "records": records});
     Bytes::from(format!("{line}\n"))
 }

@@ -5,6 +5,7 @@ mod entities;
 mod feed;
 mod feed_live;
 mod feed_locks;
+mod feed_restore;
 mod histories;
 mod other_upstreams;
 mod push;
