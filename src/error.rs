@@ -176,6 +176,13 @@ impl ApiError {
         error
     }
 
+    /// 503 `upstream_busy` with the wait an upstream asked for (a 429; a 503 to a write not applied).
+    fn upstream_busy(message: String, retry_after: Option<std::time::Duration>) -> Self {
+        let mut error = Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "upstream_busy", message);
+        error.retry_after_seconds = Some(retry_after.map_or(1, |d| d.as_secs().max(1)));
+        error
+    }
+
     /// Marks an error of a leasing route, which keeps the seed's `{success: false, message}`.
     pub fn leasing(mut self) -> Self {
         self.success = Some(false);
@@ -361,11 +368,7 @@ impl From<UpstreamError> for ApiError {
                 Self::new(ErrorStatusCode::CONFLICT, "upstream_conflict", message)
             }
             UpstreamError::Refused { .. } => Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_error", message),
-            UpstreamError::Throttled { retry_after, .. } => {
-                let mut error = Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "upstream_busy", message);
-                error.retry_after_seconds = Some(retry_after.map_or(1, |d| d.as_secs().max(1)));
-                error
-            }
+            UpstreamError::Throttled { retry_after, .. } => Self::upstream_busy(message, retry_after),
             UpstreamError::Unreachable { .. } => {
                 Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_unavailable", message)
             }
@@ -409,7 +412,10 @@ impl From<FieldReportError> for ApiError {
                 Self::not_found(error.to_string())
             }
             FieldReportError::Conflict(message) => Self::new(ErrorStatusCode::CONFLICT, "conflict", message),
-            FieldReportError::NotApplied { message, timed_out } => {
+            FieldReportError::NotApplied { message, retry_after: Some(wait), .. } => {
+                Self::upstream_busy(message, Some(wait))
+            }
+            FieldReportError::NotApplied { message, timed_out, retry_after: None } => {
                 let status = if timed_out { ErrorStatusCode::GATEWAY_TIMEOUT } else { ErrorStatusCode::BAD_GATEWAY };
                 Self::new(status, "upstream_unavailable", message)
             }

@@ -201,7 +201,7 @@ impl FieldReportService {
         let version = super::service::version_of(&current) + 1;
         let mut document = current;
         if let Value::Object(fields) = &mut document {
-            fields.retain(|key, _| !key.starts_with('@') && !key.starts_with("odata."));
+            fields.retain(|key, value| !super::service::is_annotation(key, value));
         }
         super::merge::deep_merge(&mut document, &record.document);
         document["Id"] = Value::String(record.id.clone());

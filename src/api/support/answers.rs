@@ -333,9 +333,8 @@ fn fieldreport_errors() -> Vec<FieldReportError> {
         FieldReportError::Store(_) => store_errors().into_iter().map(FieldReportError::Store).collect(),
         FieldReportError::OutcomeUnknown(_) => vec![FieldReportError::OutcomeUnknown(text())],
         FieldReportError::UpstreamConflict(_) => vec![FieldReportError::UpstreamConflict(text())],
-        FieldReportError::NotApplied { .. } => {
-            Vec::from([false, true].map(|timed_out| FieldReportError::NotApplied { message: text(), timed_out }))
-        },
+        FieldReportError::NotApplied { .. } => Vec::from([(false, None), (true, None), (false, Some(Duration::from_secs(1)))]
+            .map(|(timed_out, retry_after)| FieldReportError::NotApplied { message: text(), timed_out, retry_after })),
         FieldReportError::Internal(_) => vec![FieldReportError::Internal(text())],
     }
 }

@@ -57,9 +57,10 @@ pub enum FieldReportError {
     #[error("{0}")]
     UpstreamConflict(String),
     /// A forwarded write ended without a definite answer, and reading the upstream back showed
-    /// that it was not applied: nothing changed; the write can simply be sent again.
+    /// that it was not applied: nothing changed; the write can simply be sent again, after
+    /// `retry_after` when the upstream asked for a wait (a 503 in maintenance).
     #[error("{message}")]
-    NotApplied { message: String, timed_out: bool },
+    NotApplied { message: String, timed_out: bool, retry_after: Option<std::time::Duration> },
     /// A fault of the service itself (a task of it that panicked); the detail is logged, not
     /// shown to the caller.
     #[error("{0}")]
@@ -124,7 +125,16 @@ pub(super) fn not_applied(write: &str, entity: &EntityInfo, key: &str, error: &U
             entity.route
         ),
         timed_out: matches!(error, UpstreamError::Timeout { .. }),
+        retry_after: error.retry_after(),
     }
+}
+
+/// Whether a field of an upstream's record only annotates the answer: v4 `@odata.…`, v3
+/// `odata.…`, v2 verbose `__metadata`, or a relation v2 did not expand (`{"__deferred": …}`,
+/// a link in place of the related records, which the mirror keeps).
+pub(in crate::fieldreport) fn is_annotation(key: &str, value: &Value) -> bool {
+    let deferred = value.as_object().is_some_and(|fields| fields.len() == 1 && fields.contains_key("__deferred"));
+    key.starts_with('@') || key.starts_with("odata.") || key == "__metadata" || deferred
 }
 
 /// A record as sent upstream: without the fields the upstream sets itself.

@@ -5,8 +5,29 @@ use generated::fieldreport::EntityInfo;
 
 use serde_json::Value;
 
-use super::{FieldReportError, FieldReportService, not_applied, version_of};
+use super::{FieldReportError, FieldReportService, is_annotation, not_applied, version_of};
 use crate::store::fieldreport::records::MirrorRecord;
+use crate::vocabulary::json_integer::json_integer;
+
+/// `upstream`'s fields over `document`, its annotations left out.
+fn overlay(document: &mut Value, upstream: &Value) {
+    if let (Value::Object(target), Value::Object(fields)) = (document, upstream) {
+        target.extend(fields.iter().filter(|(k, v)| !is_annotation(k, v)).map(|(k, v)| (k.clone(), v.clone())));
+    }
+}
+
+/// A record as written, with what the upstream answered to the write: the fields of the record
+/// it answered over those sent (a server may set some itself: `DateModified`, its own
+/// `Version`, which the next update must carry), at the `Version` answered (the one sent when
+/// it answered none), under the record's own Id.
+pub(super) fn answered(written: MirrorRecord, answer: &Value) -> MirrorRecord {
+    let mut document = written.document;
+    overlay(&mut document, answer);
+    let version = answer.get("Version").and_then(json_integer).unwrap_or(written.version);
+    document["Id"] = Value::String(written.id.clone());
+    document["Version"] = Value::from(version);
+    MirrorRecord { id: written.id, version, document }
+}
 
 impl FieldReportService {
     /// The upstream's create: sent, or found after a lost answer. A create with an
@@ -79,14 +100,7 @@ impl FieldReportService {
         upstream: &Value,
     ) -> Result<MirrorRecord, FieldReportError> {
         let mut document = stored.document.clone();
-        if let (Value::Object(target), Value::Object(fields)) = (&mut document, upstream) {
-            target.extend(
-                fields
-                    .iter()
-                    .filter(|(key, _)| !key.starts_with('@') && !key.starts_with("odata."))
-                    .map(|(k, v)| (k.clone(), v.clone())),
-            );
-        }
+        overlay(&mut document, upstream);
         let record = MirrorRecord { id: stored.id.clone(), version: version_of(upstream), document };
         if !self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
             return Err(FieldReportError::Conflict(format!(

@@ -4,6 +4,7 @@ use generated::fieldreport::EntityInfo;
 
 use serde_json::{Map, Value};
 
+use super::upstream::answered;
 use super::{
     FieldReportError, FieldReportService, MAX_ID_LEN, WriteOutcome, invalid, record_id, version_of,
     without_system_fields,
@@ -214,12 +215,14 @@ impl FieldReportService {
             }
             Err(error) => return Err(error.into()),
         };
+        let record = answered(record, &upstream);
         if self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
             return Ok(WriteOutcome { data: record.document, upstream: Some(upstream) });
         }
         // The upstream took this write at its version, so a mirror already at that version
         // holds this very write: a concurrent update, refused upstream as stale, caught the
-        // mirror up with the upstream's copy of it. It takes the document as sent.
+        // mirror up with the upstream's copy of it. It takes the record as answered.
+        let version = record.version;
         let caught_up =
             self.store.mirror_get(entity.route, &record.id).await?.is_some_and(|now| now.version == version);
         if caught_up && self.store.mirror_replace(entity.route, &record, version, None).await? {

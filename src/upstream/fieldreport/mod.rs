@@ -83,36 +83,27 @@ impl FieldReportClient {
             .map_err(|e| UpstreamError::Client { system: SYSTEM, detail: e.to_string() })
     }
 
-    /// One call whose answer is JSON (`null` when empty).
+    /// One call of one record, its answer read by [`record_answer`].
     async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, UpstreamError> {
-        self.call_read(method, path, body, |text, _| {
-            if text.trim().is_empty() { Ok(Value::Null) } else { parse_json(SYSTEM, &text) }
-        })
-        .await
+        self.call_read(method, path, body, |answer| record_answer(&answer.text)).await
     }
 
     /// One call, counted (its answer read by `read` included): every call to the field-report
-    /// system passes here. `read` takes the body and the address of the record the answer
-    /// names (`OData-EntityId`, else `Location`), if any.
+    /// system passes here.
     async fn call_read<T>(
         &self,
         method: Method,
         path: &str,
         body: Option<&Value>,
-        read: impl FnOnce(String, Option<String>) -> Result<T, UpstreamError>,
+        read: impl FnOnce(Answer) -> Result<T, UpstreamError>,
     ) -> Result<T, UpstreamError> {
         let started = Instant::now();
-        let result = self.exchange(method, path, body).await.and_then(|(text, address)| read(text, address));
+        let result = self.exchange(method, path, body).await.and_then(read);
         self.metrics.record(SYSTEM, CallOutcome::of(&result), started);
         result
     }
 
-    async fn exchange(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<(String, Option<String>), UpstreamError> {
+    async fn exchange(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Answer, UpstreamError> {
         let mut request = self
             .http
             .request(method, self.url(path)?)
@@ -123,10 +114,10 @@ impl FieldReportClient {
         }
         let response = request.send().await.map_err(|e| UpstreamError::from_reqwest(SYSTEM, e))?;
         let headers = response.headers();
-        let address = ["odata-entityid", "location"]
-            .into_iter()
-            .find_map(|name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string));
-        Ok((text_answer(SYSTEM, response, odata_message).await?, address))
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let address = header("odata-entityid").or_else(|| header("location"));
+        let etag = header("etag");
+        Ok(Answer { text: text_answer(SYSTEM, response, odata_message).await?, address, etag })
     }
 
     /// `POST <Set>`: the upstream's answer, with the Id it assigned. A server answering
@@ -134,8 +125,8 @@ impl FieldReportClient {
     /// address (`OData-EntityId`, `Location`): its key is the Id. An answer that tells no Id
     /// is unreadable: the create applied, under an Id not known here.
     pub async fn create(&self, set: &str, record: &Value) -> Result<Value, UpstreamError> {
-        self.call_read(Method::POST, set, Some(record), |text, address| {
-            let mut answer = if text.trim().is_empty() { Value::Null } else { parse_json(SYSTEM, &text)? };
+        self.call_read(Method::POST, set, Some(record), |Answer { text, address, .. }| {
+            let mut answer = record_answer(&text)?;
             let has_id = answer.get("Id").is_some_and(|id| !id.is_null());
             match address.as_deref().and_then(key_of_address) {
                 _ if has_id => {}
@@ -157,9 +148,20 @@ impl FieldReportClient {
         .await
     }
 
-    /// `PUT <Set>(<Id>L)` with the whole record.
+    /// `PUT <Set>(<Id>L)` with the whole record: the record answered, if any. A server that
+    /// answers without a body but with an `ETag` naming another version than the one sent
+    /// has set a `Version` of its own: its record is read and answered instead (`null` should
+    /// that read fail; the update applied all the same).
     pub async fn update(&self, set: &str, id: &str, record: &Value) -> Result<Value, UpstreamError> {
-        self.call(Method::PUT, &key_segment(set, id), Some(record)).await
+        let segment = key_segment(set, id);
+        let read = |answer: Answer| Ok((record_answer(&answer.text)?, answer.etag));
+        let (answer, etag) = self.call_read(Method::PUT, &segment, Some(record), read).await?;
+        match etag {
+            Some(etag) if answer.is_null() && !tags_version(&etag, record.get("Version")) => {
+                Ok(self.get(set, id).await.unwrap_or_default())
+            }
+            _ => Ok(answer),
+        }
     }
 
     /// `DELETE <Set>(<Id>L)`.
@@ -176,7 +178,7 @@ impl FieldReportClient {
             None if query.is_empty() => set.to_string(),
             None => format!("{set}?{query}"),
         };
-        retry_read(|| self.call_read(Method::GET, &target, None, |text, _| ODataPage::from_text(&text))).await
+        retry_read(|| self.call_read(Method::GET, &target, None, |answer| ODataPage::from_text(&answer.text))).await
     }
 
     /// The first page of `query` with records, or its last page: a server that withholds rows
@@ -210,6 +212,43 @@ impl FieldReportClient {
         let segment = key_segment(set, id);
         retry_read(|| self.call(Method::GET, &segment, None)).await
     }
+}
+
+/// An answer's body (empty for 204), the address of the record it names (`OData-EntityId`,
+/// else `Location`) and its `ETag`, if any.
+struct Answer {
+    text: String,
+    address: Option<String>,
+    etag: Option<String>,
+}
+
+/// Whether an `ETag` (`"3"`, weak `W/"3"`, or an OData literal `W/"'3'"`, `W/"3L"`) names
+/// `version`, a record's `Version` (a number, or its text).
+fn tags_version(etag: &str, version: Option<&Value>) -> bool {
+    let tag = etag.trim().strip_prefix("W/").unwrap_or(etag.trim()).trim_matches('"').trim_matches('\'');
+    let tag = tag.strip_suffix(['L', 'l']).unwrap_or(tag);
+    version.and_then(crate::vocabulary::json_integer::json_integer).is_some_and(|v| tag == v.to_string())
+}
+
+/// The record of an answer to a call of one record (`null` when empty). OData v2's verbose
+/// JSON wraps it in `d` (`{"d": {…}}`; `d.results` is a collection's, never a record's). A
+/// success status whose body is an OData error (`{"error": …}`) answered nothing that can be
+/// taken: it is [`UpstreamError::Malformed`], and a write answered so is read back.
+fn record_answer(text: &str) -> Result<Value, UpstreamError> {
+    if text.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    let answer: Value = parse_json(SYSTEM, text)?;
+    let Value::Object(mut top) = answer else { return Ok(answer) };
+    let only = |key: &str| top.len() == 1 && top.get(key).is_some_and(Value::is_object);
+    if only("error") || only("odata.error") {
+        let detail = format!("a success status with an error body: {}", odata_message(text));
+        return Err(UpstreamError::Malformed { system: SYSTEM, detail });
+    }
+    if only("d") {
+        return Ok(top.remove("d").unwrap_or_default());
+    }
+    Ok(Value::Object(top))
 }
 
 /// One page of records from an OData list.
@@ -284,6 +323,29 @@ mod tests {
         let last = page(json!({"value": []})).unwrap();
         assert_eq!(last.next_link, None);
         assert!(page(json!({"error": "x"})).is_err());
+    }
+
+    #[test]
+    fn etags_name_a_version_in_every_form() {
+        use serde_json::json;
+        for etag in ["\"3\"", "W/\"3\"", "W/\"'3'\"", "W/\"3L\""] {
+            assert!(tags_version(etag, Some(&json!(3))), "{etag}");
+            assert!(tags_version(etag, Some(&json!("3"))), "{etag}");
+        }
+        assert!(!tags_version("W/\"4\"", Some(&json!(3))));
+        assert!(!tags_version("W/\"AAAAAAAAB9E=\"", Some(&json!(3))));
+        assert!(!tags_version("\"3\"", None));
+    }
+
+    #[test]
+    fn a_record_is_read_inside_d_and_an_error_body_is_no_record() {
+        use serde_json::json;
+        let record = |body: Value| record_answer(&body.to_string());
+        assert_eq!(record(json!({"d": {"Id": "1"}})).unwrap(), json!({"Id": "1"}));
+        assert_eq!(record(json!({"Id": "1", "d": {}})).unwrap(), json!({"Id": "1", "d": {}}));
+        assert_eq!(record_answer(" ").unwrap(), Value::Null);
+        let error = record(json!({"odata.error": {"code": "", "message": {"value": "locked"}}})).unwrap_err();
+        assert!(matches!(&error, UpstreamError::Malformed { detail, .. } if detail.contains("locked")), "{error}");
     }
 
     mod properties {

@@ -23,6 +23,22 @@ pub(super) enum Created {
     NoContent,
     /// 201 without a body, the record's address in `Location` only.
     LocationOnly,
+    /// 201 with the record in OData v2's verbose form, `{"d": {"__metadata": …, …}}`, no address.
+    Verbose,
+}
+
+/// How the fake answers an update it takes.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Updated {
+    /// 204 without a body.
+    NoContent,
+    /// 200 with the record as stored: its `Version` the server's own (the one sent plus 100,
+    /// written as OData v3 writes an Int64, a string) and its `DateModified` set.
+    Record,
+    /// The same record in OData v2's verbose form, `{"d": …}`.
+    Verbose,
+    /// 204 without a body, the server's `Version` in a weak `ETag` (`W/"102"`).
+    ETagOnly,
 }
 
 /// One answer given instead of the fake's own, to the next request of its method.
@@ -31,11 +47,13 @@ pub(super) struct Scripted {
     pub(super) status: u16,
     pub(super) content_type: &'static str,
     pub(super) body: String,
+    pub(super) headers: Vec<(&'static str, String)>,
 }
 
 pub(super) struct WriteFake {
     pub(super) records: Mutex<BTreeMap<i64, Map<String, Value>>>,
     pub(super) created: Mutex<Created>,
+    pub(super) updated: Mutex<Updated>,
     /// The status a stale `Version` is refused with (409, or 412 at a server of ETags).
     pub(super) stale_status: Mutex<u16>,
     /// The status for a record the server no longer has (404, or 410).
@@ -52,6 +70,7 @@ impl WriteFake {
         Arc::new(WriteFake {
             records: Mutex::default(),
             created: Mutex::new(Created::Record),
+            updated: Mutex::new(Updated::NoContent),
             stale_status: Mutex::new(409),
             gone_status: Mutex::new(404),
             scripted: Mutex::default(),
@@ -67,7 +86,20 @@ impl WriteFake {
     }
 
     pub(super) fn script(&self, method: Method, status: u16, content_type: &'static str, body: &str) {
-        let scripted = Scripted { method, status, content_type, body: body.to_string() };
+        self.script_with(method, status, content_type, body, &[]);
+    }
+
+    /// [`WriteFake::script`] with headers of its own (a `Retry-After`, say).
+    pub(super) fn script_with(
+        &self,
+        method: Method,
+        status: u16,
+        content_type: &'static str,
+        body: &str,
+        headers: &[(&'static str, &str)],
+    ) {
+        let headers = headers.iter().map(|(name, value)| (*name, value.to_string())).collect();
+        let scripted = Scripted { method, status, content_type, body: body.to_string(), headers };
         self.scripted.lock().unwrap().push_back(scripted);
     }
 
@@ -76,11 +108,11 @@ impl WriteFake {
             let mut scripted = self.scripted.lock().unwrap();
             if let Some(at) = scripted.iter().position(|s| s.method == req.method) {
                 let s = scripted.remove(at).unwrap();
-                return http::Response::builder()
-                    .status(s.status)
-                    .header("content-type", s.content_type)
-                    .body(Full::new(Bytes::from(s.body)))
-                    .unwrap();
+                let mut answer = http::Response::builder().status(s.status).header("content-type", s.content_type);
+                for (name, value) in s.headers {
+                    answer = answer.header(name, value);
+                }
+                return answer.body(Full::new(Bytes::from(s.body))).unwrap();
             }
         }
         let segments = req.segments();
@@ -156,6 +188,7 @@ impl WriteFake {
                 .header("Location", &address)
                 .body(Full::new(Bytes::new()))
                 .unwrap(),
+            Created::Verbose => json(StatusCode::CREATED, &verbose(answer, &address)),
         }
     }
 
@@ -172,8 +205,27 @@ impl WriteFake {
             return refused(status, &format!("the record is at version {stored_version}"));
         }
         record.insert("Id".into(), json!(id.to_string()));
-        *stored = record;
-        empty(StatusCode::NO_CONTENT)
+        let updated = *self.updated.lock().unwrap();
+        if updated != Updated::NoContent {
+            record.insert("Version".into(), json!(stored_version + 101));
+            record.insert("DateModified".into(), json!("2026-02-02T00:00:00"));
+        }
+        *stored = record.clone();
+        let mut answer = record;
+        if updated != Updated::NoContent {
+            answer.insert("Version".into(), json!((stored_version + 101).to_string()));
+        }
+        let address = format!("https://fake.example/odata/Companies({id}L)");
+        match updated {
+            Updated::NoContent => empty(StatusCode::NO_CONTENT),
+            Updated::Record => json(StatusCode::OK, &answer),
+            Updated::Verbose => json(StatusCode::OK, &verbose(answer, &address)),
+            Updated::ETagOnly => http::Response::builder()
+                .status(204)
+                .header("ETag", format!("W/\"{}\"", stored_version + 101))
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+        }
     }
 
     fn delete(&self, id: i64) -> SimResponse {
@@ -186,6 +238,14 @@ impl WriteFake {
     fn gone(&self, id: i64) -> SimResponse {
         refused(*self.gone_status.lock().unwrap(), &format!("Companies({id}L) does not exist"))
     }
+}
+
+/// A record in OData v2's verbose form: inside `d`, with its `__metadata`, its relation
+/// `MainContact` not expanded (a `__deferred` link).
+fn verbose(mut record: Map<String, Value>, address: &str) -> Value {
+    record.insert("__metadata".into(), json!({"uri": address, "type": "Fake.Company"}));
+    record.insert("MainContact".into(), json!({"__deferred": {"uri": format!("{address}/MainContact")}}));
+    json!({ "d": record })
 }
 
 /// The service, its field-report system the fake.
