@@ -11,3 +11,4 @@ pub mod service;
 mod settle;
 pub mod stages;
 pub mod sync;
+mod upstream_ids;

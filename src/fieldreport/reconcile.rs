@@ -3,8 +3,8 @@
 //! does not change, and one committed with a stamp older than the overlap never appears.
 //!
 //! It reads the upstream's ids and versions only (`$select=Id,Version`), in Id order by key
-//! windows (`Id gt <last>`, never `$skip`, so that a record deleted meanwhile cannot shift
-//! another out of sight), then compares them with the mirror:
+//! windows, each checked against the server's count ([`super::upstream_ids`]), then compares
+//! them with the mirror:
 //!
 //! - a record the upstream has and the mirror lacks is fetched (`fetched_missing`);
 //! - a record whose version differs, last written here before the reconciling began, is
@@ -18,20 +18,14 @@
 //! It holds the set's sync lease, so it never runs beside a sync of the set; interrupted, it
 //! is simply run again. Each kind of repair is counted in `integration_mirror_repairs_total`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Instant;
 
 use generated::fieldreport::EntityInfo;
-use serde_json::Value;
 
-use super::service::{FieldReportError, FieldReportService, record_id};
+use super::service::{FieldReportError, FieldReportService};
 use crate::store::now_ms;
-use crate::upstream::{System, UpstreamError};
 use crate::vocabulary::id_batches::IdBatches;
-use crate::vocabulary::json_integer::json_integer;
-
-/// Ids asked for per request.
-const WINDOW: usize = 500;
 /// Records fetched by id per request (`Id eq … or …`): a query of about 1 KB.
 const FETCH_BATCH: usize = 40;
 /// Kept records named in a report at most (the count is always complete).
@@ -57,11 +51,16 @@ impl FieldReportService {
         // Records written from here on may be missing from, or newer than, the list read below:
         // they are neither removed nor fetched again.
         let began_ms = now_ms();
-        let upstream = self.upstream_versions(info, owner).await?;
+        let listing = self.upstream_ids(info, owner).await?;
+        let upstream = listing.versions;
         let store = self.store();
         let deleted_here = store.mirror_tombstone_set(info.route).await?;
-        let mut report =
-            ReconcileReport { entity: info.route.to_string(), upstream: upstream.len() as u64, ..Default::default() };
+        let mut report = ReconcileReport {
+            entity: info.route.to_string(),
+            upstream: upstream.len() as u64,
+            unverified: listing.unverified,
+            ..Default::default()
+        };
         let mut gone = Vec::new();
         let mut stale = Vec::new();
         let mut local = HashSet::new();
@@ -83,8 +82,14 @@ impl FieldReportService {
                 None => gone.push(candidate.id),
             }
         }
-        let mut missing: Vec<String> =
-            upstream.into_keys().filter(|id| !local.contains(id) && !deleted_here.contains(id)).collect();
+        // Ids counted and never listed are asked for too: found, they are stored.
+        let unlisted: Vec<String> =
+            listing.counted_unlisted.into_iter().filter(|id| !upstream.contains_key(id)).collect();
+        let mut missing: Vec<String> = upstream
+            .into_keys()
+            .chain(unlisted)
+            .filter(|id| !local.contains(id) && !deleted_here.contains(id))
+            .collect();
         missing.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
         report.fetched_missing = self.fetch_by_id(info, owner, &missing).await?.0;
         report.refreshed = self.fetch_by_id(info, owner, &stale).await?.0;
@@ -146,59 +151,5 @@ impl FieldReportService {
             }
         }
         Ok((written, found))
-    }
-
-    /// Every Id the field-report system has in the set, with its version, read in key windows;
-    /// the lease is renewed with every window.
-    async fn upstream_versions(
-        &self,
-        info: &EntityInfo,
-        owner: &str,
-    ) -> Result<HashMap<String, i64>, FieldReportError> {
-        let client = self.client()?;
-        let store = self.store();
-        let mut ids = HashMap::new();
-        let mut above: Option<i64> = None;
-        loop {
-            self.check_stop()?;
-            if !store.take_sync_lease(info.route, owner, store.lease_deadline()).await? {
-                return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
-            }
-            let mut params = vec![("$select", "Id,Version".to_string()), ("$orderby", "Id".to_string())];
-            if let Some(above) = above {
-                params.push(("$filter", format!("Id gt {above}L")));
-            }
-            params.push(("$top", WINDOW.to_string()));
-            let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
-            // An empty page with a next link is no end of the set (see `page_with_records`):
-            // the Ids after it would be taken for deleted.
-            let page = client.page_with_records(info.set, &query).await?;
-            if page.records.is_empty() {
-                return Ok(ids);
-            }
-            let mut highest = above;
-            for record in &page.records {
-                let value: Value = crate::upstream::parse_json(System::FieldReport, record.get())?;
-                let id = value.get("Id").and_then(record_id).ok_or_else(|| UpstreamError::Malformed {
-                    system: System::FieldReport,
-                    detail: format!("a record of {} without an Id in a list of Ids", info.set),
-                })?;
-                let number = id.parse::<i64>().map_err(|_| UpstreamError::Malformed {
-                    system: System::FieldReport,
-                    detail: format!("{} has the Id {id:?}, not an Int64 key", info.set),
-                })?;
-                highest = highest.max(Some(number));
-                let version = value.get("Version").and_then(json_integer).unwrap_or(0);
-                ids.insert(id, version);
-            }
-            if highest == above {
-                return Err(UpstreamError::Malformed {
-                    system: System::FieldReport,
-                    detail: format!("{} answered `Id gt {above:?}` with no higher Id", info.set),
-                }
-                .into());
-            }
-            above = highest;
-        }
     }
 }

@@ -12195,6 +12195,9 @@ pub mod types {
         ///Local records removed: the field-report system no longer has them.
         pub removed: i64,
         pub seconds: f64,
+        ///The field-report system could not count its records (`<Set>/$count` refused): the list of Ids was not checked against its count, and records a server ignoring `$orderby=Id` left out of it may have been missed (never removed: a removal is confirmed by Id).
+        #[serde(default)]
+        pub unverified: bool,
         ///Records the field-report system has.
         pub upstream: i64,
     }
@@ -36947,6 +36950,7 @@ pub mod types {
             refreshed: ::std::result::Result<i64, ::std::string::String>,
             removed: ::std::result::Result<i64, ::std::string::String>,
             seconds: ::std::result::Result<f64, ::std::string::String>,
+            unverified: ::std::result::Result<bool, ::std::string::String>,
             upstream: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for ReconcileReport {
@@ -36964,6 +36968,7 @@ pub mod types {
                     refreshed: Err("no value supplied for refreshed".to_string()),
                     removed: Err("no value supplied for removed".to_string()),
                     seconds: Err("no value supplied for seconds".to_string()),
+                    unverified: Ok(Default::default()),
                     upstream: Err("no value supplied for upstream".to_string()),
                 }
             }
@@ -37069,6 +37074,18 @@ pub mod types {
                     });
                 self
             }
+            pub fn unverified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.unverified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for unverified: {e}")
+                    });
+                self
+            }
             pub fn upstream<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<i64>,
@@ -37096,6 +37113,7 @@ pub mod types {
                     refreshed: value.refreshed?,
                     removed: value.removed?,
                     seconds: value.seconds?,
+                    unverified: value.unverified?,
                     upstream: value.upstream?,
                 })
             }
@@ -37111,6 +37129,7 @@ pub mod types {
                     refreshed: Ok(value.refreshed),
                     removed: Ok(value.removed),
                     seconds: Ok(value.seconds),
+                    unverified: Ok(value.unverified),
                     upstream: Ok(value.upstream),
                 }
             }

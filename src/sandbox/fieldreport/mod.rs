@@ -3,7 +3,8 @@
 //! plus one), `DateModified` set on every write, paging with `$top`/`$skip` and
 //! `@odata.nextLink` by position (`$skip`; server page size 100), `$filter` (comparisons joined
 //! by `and`/`or`, see [`super::odata_filter`]), `$orderby=DateModified[,Id]` (else Id order),
-//! `$expand` (navigation properties are served only when expanded), `$select`, and `$metadata`
+//! `$expand` (navigation properties are served only when expanded), `$select`, `<Set>/$count`
+//! (with `$filter`), and `$metadata`
 //! served from `spec/upstream/fieldreport/metadata.xml`.
 //!
 //! For tests, what a real upstream does to a sync: `GET /__sandbox/received` lists the writes it

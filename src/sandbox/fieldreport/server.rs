@@ -62,6 +62,9 @@ impl FieldReport {
                 .header(header::CONTENT_TYPE, "application/xml")
                 .body(http_body_util::Full::new(bytes::Bytes::from_static(METADATA.as_bytes())))
                 .expect("a valid response"),
+            (&Method::GET, ["odata", set, "$count"]) if METADATA.contains(&format!("EntitySet Name=\"{set}\"")) => {
+                self.count(set, &req)
+            }
             (method, ["odata", target]) => {
                 let (set, key) = addressed(target);
                 if !METADATA.contains(&format!("EntitySet Name=\"{set}\"")) {

@@ -119,6 +119,27 @@ impl FieldReport {
         json(StatusCode::OK, &ListAnswer { context: format!("$metadata#{set}"), value: page, next_link })
     }
 
+    /// `<Set>/$count`: how many records `$filter` holds, as a number in plain text.
+    pub(super) fn count(&self, set: &str, req: &SimRequest) -> SimResponse {
+        let params = query_params(req.query.as_deref());
+        let filter = match params.get("$filter").map(|text| (text, Filter::parse(text))) {
+            Some((text, None)) => {
+                return odata_error(StatusCode::BAD_REQUEST, "BadRequest", &format!("unsupported $filter {text:?}"));
+            }
+            Some((_, filter)) => filter,
+            None => None,
+        };
+        let sets = self.sets.lock().expect("lock");
+        let records = sets.get(set).map(|all| all.values());
+        let count =
+            records.map_or(0, |all| all.filter(|r| filter.as_ref().is_none_or(|f| f.matches(&r.fields))).count());
+        http::Response::builder()
+            .status(StatusCode::OK)
+            .header(http::header::CONTENT_TYPE, "text/plain")
+            .body(http_body_util::Full::new(bytes::Bytes::from(count.to_string())))
+            .expect("a valid response")
+    }
+
     pub(super) fn get(&self, set: &str, id: i64) -> SimResponse {
         let sets = self.sets.lock().expect("lock");
         match sets.get(set).and_then(|records| records.get(&id)) {

@@ -97,18 +97,36 @@ impl FieldReportClient {
         body: Option<&Value>,
         read: impl FnOnce(Answer) -> Result<T, UpstreamError>,
     ) -> Result<T, UpstreamError> {
+        self.call_accepting("application/json", method, path, body, read).await
+    }
+
+    /// [`Self::call_read`] asking for an answer of the types `accept` names.
+    async fn call_accepting<T>(
+        &self,
+        accept: &str,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        read: impl FnOnce(Answer) -> Result<T, UpstreamError>,
+    ) -> Result<T, UpstreamError> {
         let started = Instant::now();
-        let result = self.exchange(method, path, body).await.and_then(read);
+        let result = self.exchange(accept, method, path, body).await.and_then(read);
         self.metrics.record(SYSTEM, CallOutcome::of(&result), started);
         result
     }
 
-    async fn exchange(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Answer, UpstreamError> {
+    async fn exchange(
+        &self,
+        accept: &str,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Answer, UpstreamError> {
         let mut request = self
             .http
             .request(method, self.url(path)?)
             .basic_auth(&self.username, Some(self.password.expose_secret()))
-            .header(reqwest::header::ACCEPT, "application/json");
+            .header(reqwest::header::ACCEPT, accept);
         if let Some(body) = body {
             request = request.json(body);
         }
@@ -205,6 +223,31 @@ impl FieldReportClient {
             return Err(UpstreamError::Malformed { system: SYSTEM, detail });
         }
         Ok(page)
+    }
+
+    /// `GET <Set>/$count` (of the records `filter` holds, with one): how many records the set
+    /// has, as a number in plain text (every OData version; a JSON number is taken too). Asked
+    /// as text first: a server may refuse JSON for it (WCF Data Services answers 415).
+    pub async fn count(&self, set: &str, filter: Option<&str>) -> Result<u64, UpstreamError> {
+        let target = match filter {
+            Some(filter) => {
+                let query =
+                    url::form_urlencoded::Serializer::new(String::new()).append_pair("$filter", filter).finish();
+                format!("{set}/$count?{query}")
+            }
+            None => format!("{set}/$count"),
+        };
+        let accept = "text/plain, application/json;q=0.9, */*;q=0.1";
+        retry_read(|| {
+            self.call_accepting(accept, Method::GET, &target, None, |Answer { text, .. }| {
+                let number = text.trim_start_matches('\u{feff}').trim();
+                number.parse::<u64>().map_err(|_| UpstreamError::Malformed {
+                    system: SYSTEM,
+                    detail: format!("{set}/$count answered no count: {}", summarise(&text)),
+                })
+            })
+        })
+        .await
     }
 
     /// `GET <Set>(<Id>L)`, retried while the upstream fails transiently.

@@ -37,6 +37,11 @@ pub(super) struct Fake {
     /// `/Date(<ms>)/` (stored, filtered and ordered as the instants they are), and a
     /// `datetime'…'` literal that is no ISO 8601 timestamp refused.
     pub(super) verbose: std::sync::atomic::AtomicBool,
+    /// `$orderby` ignored: lists in this order (a heap's, the order rows were written in), the
+    /// Ids it lacks after them in Id order.
+    pub(super) heap_order: Mutex<Option<Vec<i64>>>,
+    /// `<Set>/$count` refused (404), as by a server that cannot count.
+    pub(super) uncounted: std::sync::atomic::AtomicBool,
 }
 
 /// The next link of an empty page, at a server with a paging bug: two links that lead to each
@@ -80,9 +85,11 @@ impl Fake {
     }
 
     fn answer(&self, req: &SimRequest) -> SimResponse {
-        if req.segments() != ["odata", "Companies"] {
-            return refused(404, "no such resource");
-        }
+        let counted = match req.segments().as_slice() {
+            ["odata", "Companies"] => false,
+            ["odata", "Companies", "$count"] if !self.uncounted.load(std::sync::atomic::Ordering::Relaxed) => true,
+            _ => return refused(404, "no such resource"),
+        };
         let pairs: BTreeMap<String, String> =
             url::form_urlencoded::parse(req.query.as_deref().unwrap_or_default().as_bytes()).into_owned().collect();
         let filter = match pairs.get("$filter") {
@@ -109,6 +116,14 @@ impl Fake {
         let ordered = !self.unordered.load(std::sync::atomic::Ordering::Relaxed);
         if ordered && pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
             chosen.sort_by_key(|(kept, _)| (kept["DateModified"].as_str().map(Stamp::parse), id(kept)));
+        }
+        if let Some(order) = self.heap_order.lock().unwrap().as_ref() {
+            chosen.sort_by_key(|(kept, _)| order.iter().position(|first| *first == id(kept)).unwrap_or(usize::MAX));
+        }
+        if counted {
+            // Rows withheld after paging are counted: a count reads the table, not the pages.
+            let text = chosen.len().to_string();
+            return http::Response::builder().status(200).body(text.into()).unwrap();
         }
         let chosen = chosen.into_iter().map(|(_, served)| served);
         let number = |name: &str, default: usize| pairs.get(name).map_or(default, |n| n.parse().unwrap());

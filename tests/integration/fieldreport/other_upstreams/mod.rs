@@ -290,7 +290,44 @@ async fn a_record_skipped_by_a_next_link_is_not_removed(db: Db) {
     svc.stop().await;
 }
 
+/// A server that ignores `$orderby=Id` and lists in the order its rows were written, ten a
+/// page: records imported late under lower Ids (stamped long ago, beyond the overlap) come
+/// last. Each page is in ascending Id order, yet the window after its last Id (`Id gt 1010`)
+/// never reaches them: the reconciling missed them. The server's count of the Ids up to a
+/// page's last tells of the ones skipped; the mirror ends equal to the server.
+async fn a_server_ignoring_the_id_order_is_reconciled_whole(db: Db) {
+    let fake = Fake::seeded(50, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    for id in 901..=905 {
+        fake.put(id, 1, "2025-01-01T00:00:00");
+    }
+    *fake.heap_order.lock().unwrap() = Some((1001..=1050).chain(901..=905).collect());
+    let reconciled = reconcile_to_equal(&svc, &token, &fake).await;
+    assert_eq!((reconciled["fetched_missing"].clone(), reconciled["removed"].clone()), (json!(5), json!(0)));
+    assert_eq!(reconciled["unverified"], false, "{reconciled}");
+    svc.stop().await;
+}
+
+/// The same server, unable to count (`$count` refused): the records skipped cannot be told, and
+/// the report says that its list of Ids is unverified. No record it lists or has is removed.
+async fn a_server_ignoring_the_id_order_that_cannot_count_is_reported(db: Db) {
+    let fake = Fake::seeded(50, "");
+    fake.uncounted.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    *fake.heap_order.lock().unwrap() = Some((1031..=1050).chain(1001..=1030).collect());
+    let (status, reconciled) = sync(&svc, &token, "?reconcile=true").await;
+    assert_eq!(status, 200, "{reconciled}");
+    assert_eq!(reconciled["data"][0]["reconcile"]["unverified"], true, "{reconciled}");
+    assert_eq!(reconciled["data"][0]["reconcile"]["removed"], 0, "{reconciled}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_server_ignoring_the_id_order_is_reconciled_whole,
+    a_server_ignoring_the_id_order_that_cannot_count_is_reported,
     stamps_of_odata_v2_json_are_asked_as_instants,
     stamps_of_two_fields_typed_otherwise_are_each_asked_as_taken,
     a_record_skipped_by_a_next_link_is_not_removed,

@@ -1,0 +1,212 @@
+//! The Ids and versions of a set as a reconciling reads them (`$select=Id,Version`), in key
+//! windows (`Id gt <last>`, never `$skip`, so that a record deleted meanwhile cannot shift
+//! another out of sight), each checked against the server's count.
+//!
+//! A window goes on from the highest Id of the page before, which is right only when the server
+//! sent the lowest Ids of the window: a server that ignores `$orderby=Id` and pages below what
+//! is asked sends others, and the Ids below the highest that it left out would never be asked
+//! for again. No look at a page tells it (its records may well be in ascending order), so the
+//! server is asked how many records it has up to that Id (`<Set>/$count?$filter=…`): when it
+//! counts more than it listed, the range is listed again in halves until every part lists what
+//! it counts. A single Id counted and never listed (a row the server withholds after paging,
+//! say) is asked for by Id. A server that cannot count (an error, or no number) leaves the
+//! listing unverified, and the report says so.
+
+use std::collections::HashMap;
+
+use generated::fieldreport::EntityInfo;
+use serde_json::Value;
+
+use super::service::{FieldReportError, FieldReportService, record_id};
+use crate::upstream::{System, UpstreamError};
+use crate::vocabulary::json_integer::json_integer;
+
+/// Ids asked for per request.
+const WINDOW: usize = 500;
+
+/// What a reconciling read of the upstream's Ids.
+#[derive(Default)]
+pub(super) struct UpstreamIds {
+    /// Every Id listed, with its version.
+    pub(super) versions: HashMap<String, i64>,
+    /// Ids the server counted and never listed: asked for by Id.
+    pub(super) counted_unlisted: Vec<String>,
+    /// The server could not count: Ids it skipped could not be told.
+    pub(super) unverified: bool,
+}
+
+/// The Ids above `lo` and up to `hi` (`i128`, so that the whole Int64 range is one).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Range {
+    lo: i128,
+    hi: i128,
+}
+
+impl Range {
+    const ALL: Range = Range { lo: i64::MIN as i128 - 1, hi: i64::MAX as i128 };
+
+    fn filter(&self) -> Option<String> {
+        let above = (self.lo >= i64::MIN as i128).then(|| format!("Id gt {}L", self.lo));
+        let to = (self.hi < i64::MAX as i128).then(|| format!("Id le {}L", self.hi));
+        match (above, to) {
+            (Some(above), Some(to)) => Some(format!("{above} and {to}")),
+            (above, to) => above.or(to),
+        }
+    }
+
+    fn holds(&self, id: i64) -> bool {
+        (self.lo..=self.hi).contains(&i128::from(id)) && i128::from(id) != self.lo
+    }
+
+    /// The parts to list again of a range whose server counted more than it listed (`listed`,
+    /// ascending, within it): each narrower than the range, together the range but for what
+    /// was listed at its ends.
+    fn halves(self, listed: &[i64]) -> Vec<Range> {
+        let parts = match listed {
+            [] => {
+                let middle = self.lo + (self.hi - self.lo) / 2;
+                [Range { lo: self.lo, hi: middle }, Range { lo: middle, hi: self.hi }]
+            }
+            [only] => [Range { lo: self.lo, hi: i128::from(*only) - 1 }, Range { lo: i128::from(*only), hi: self.hi }],
+            _ => {
+                let middle = i128::from(listed[(listed.len() - 1) / 2]);
+                [Range { lo: self.lo, hi: middle }, Range { lo: middle, hi: self.hi }]
+            }
+        };
+        parts.into_iter().filter(|part| part.hi > part.lo).collect()
+    }
+}
+
+impl FieldReportService {
+    /// Every Id the field-report system has in the set, with its version (see the module's
+    /// description); the lease is renewed with every request.
+    pub(super) async fn upstream_ids(&self, info: &EntityInfo, owner: &str) -> Result<UpstreamIds, FieldReportError> {
+        let mut read = UpstreamIds::default();
+        let mut ranges = vec![Range::ALL];
+        while let Some(range) = ranges.pop() {
+            let listed = self.list_ids(info, owner, &range, &mut read.versions).await?;
+            let Some(&highest) = listed.last() else {
+                // The end of the range, if the server counts none in it.
+                match self.count_ids(info, &range, &mut read).await? {
+                    Some(counted) if counted > 0 && range.hi == range.lo + 1 => {
+                        read.counted_unlisted.push(range.hi.to_string());
+                    }
+                    Some(counted) if counted > 0 => ranges.extend(range.halves(&[])),
+                    _ => {}
+                }
+                continue;
+            };
+            if i128::from(highest) < range.hi {
+                ranges.push(Range { lo: i128::from(highest), hi: range.hi });
+            }
+            let window = Range { lo: range.lo, hi: i128::from(highest) };
+            if self.count_ids(info, &window, &mut read).await?.is_some_and(|counted| counted > listed.len() as u64) {
+                ranges.extend(window.halves(&listed));
+            }
+        }
+        Ok(read)
+    }
+
+    /// The Ids of one page of `range` (the lowest, if the server keeps to `$orderby`), in
+    /// ascending order; each with its version in `versions`.
+    async fn list_ids(
+        &self,
+        info: &EntityInfo,
+        owner: &str,
+        range: &Range,
+        versions: &mut HashMap<String, i64>,
+    ) -> Result<Vec<i64>, FieldReportError> {
+        self.check_stop()?;
+        let store = self.store();
+        if !store.take_sync_lease(info.route, owner, store.lease_deadline()).await? {
+            return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
+        }
+        let mut params = vec![("$select", "Id,Version".to_string()), ("$orderby", "Id".to_string())];
+        params.extend(range.filter().map(|filter| ("$filter", filter)));
+        params.push(("$top", WINDOW.to_string()));
+        let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
+        // An empty page with a next link is no end of the set (see `page_with_records`): the
+        // Ids after it would be taken for deleted.
+        let page = self.client()?.page_with_records(info.set, &query).await?;
+        let malformed =
+            |detail: String| FieldReportError::from(UpstreamError::Malformed { system: System::FieldReport, detail });
+        let mut listed = Vec::with_capacity(page.records.len());
+        for record in &page.records {
+            let value: Value = crate::upstream::parse_json(System::FieldReport, record.get())?;
+            let id = value
+                .get("Id")
+                .and_then(record_id)
+                .ok_or_else(|| malformed(format!("a record of {} without an Id in a list of Ids", info.set)))?;
+            let number = id
+                .parse::<i64>()
+                .map_err(|_| malformed(format!("{} has the Id {id:?}, not an Int64 key", info.set)))?;
+            if range.holds(number) {
+                listed.push(number);
+            }
+            versions.insert(id, value.get("Version").and_then(json_integer).unwrap_or(0));
+        }
+        if listed.is_empty() && !page.records.is_empty() {
+            let filter = range.filter().unwrap_or_default();
+            return Err(malformed(format!("{} answered `{filter}` with no Id it holds", info.set)));
+        }
+        listed.sort_unstable();
+        listed.dedup();
+        Ok(listed)
+    }
+
+    /// How many records of `range` the server counts; `None` once it could not count (the
+    /// listing is then unverified, and it is not asked again).
+    async fn count_ids(
+        &self,
+        info: &EntityInfo,
+        range: &Range,
+        read: &mut UpstreamIds,
+    ) -> Result<Option<u64>, FieldReportError> {
+        if read.unverified {
+            return Ok(None);
+        }
+        match self.client()?.count(info.set, range.filter().as_deref()).await {
+            Ok(counted) => Ok(Some(counted)),
+            // Refused (after the retries of a transient failure) or no number: a server that
+            // does not count, which fails no reconciling.
+            Err(UpstreamError::Refused { .. } | UpstreamError::Malformed { .. }) => {
+                read.unverified = true;
+                Ok(None)
+            }
+            Err(other) => Err(other.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Range;
+
+    #[test]
+    fn ranges_are_asked_with_the_bounds_they_have() {
+        assert_eq!(Range::ALL.filter(), None);
+        assert_eq!(Range { lo: 5, hi: Range::ALL.hi }.filter().unwrap(), "Id gt 5L");
+        assert_eq!(Range { lo: Range::ALL.lo, hi: 9 }.filter().unwrap(), "Id le 9L");
+        assert_eq!(Range { lo: 5, hi: 9 }.filter().unwrap(), "Id gt 5L and Id le 9L");
+        assert!(Range { lo: 5, hi: 9 }.holds(9) && !Range { lo: 5, hi: 9 }.holds(5));
+        assert!(Range::ALL.holds(i64::MIN) && Range::ALL.holds(i64::MAX));
+    }
+
+    /// Every part is narrower than the range, and together they hold every Id of it but the
+    /// listed ones at its ends: halving ends.
+    #[test]
+    fn halves_are_narrower_and_cover_the_range() {
+        let range = Range { lo: 0, hi: 100 };
+        for listed in [vec![], vec![40], vec![1], vec![100], vec![10, 20], vec![3, 50, 99]] {
+            let parts = range.halves(&listed);
+            for part in &parts {
+                assert!(part.hi - part.lo < range.hi - range.lo, "{listed:?}: {part:?}");
+            }
+            for id in 1..=100 {
+                let covered = parts.iter().any(|part| part.holds(id));
+                assert!(covered || listed.contains(&id), "{listed:?}: {id}");
+            }
+        }
+        assert_eq!(Range::ALL.halves(&[]).len(), 2);
+    }
+}
