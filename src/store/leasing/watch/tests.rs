@@ -96,12 +96,12 @@ async fn due_watches_are_claimed_once_until_their_lease_runs_out() {
         store.watch_start(&observed("RequestToGrenke", at), at - 1, 1).await.unwrap();
         assert_eq!(store.watch_claim_due("a", now_ms() + 60_000, 10).await.unwrap().len(), 1);
         assert!(store.watch_claim_due("b", now_ms() + 60_000, 10).await.unwrap().is_empty());
-        store.watch_reschedule("f-1", "a", now_ms() - 1, 0).await.unwrap();
+        store.watch_reschedule("f-1", "a", Some(now_ms() - 1), 0, None).await.unwrap();
         let claimed = store.watch_claim_due("b", now_ms() - 1, 10).await.unwrap();
         assert_eq!(claimed.len(), 1);
         // b's lease ran out at once: c takes it over, and b can no longer reschedule it.
         assert_eq!(store.watch_claim_due("c", now_ms() + 60_000, 10).await.unwrap().len(), 1);
-        store.watch_reschedule("f-1", "b", now_ms() + 1_000_000, 3).await.unwrap();
+        store.watch_reschedule("f-1", "b", Some(now_ms() + 1_000_000), 3, None).await.unwrap();
         assert_eq!(store.watch("f-1").await.unwrap().unwrap().failures, 0);
     })
     .await;

@@ -28,6 +28,7 @@ use crate::common::{Db, TestService, error_body, leasing_request};
 
 /// The settings of a service whose watcher reads every second and retries soon.
 mod delivery;
+mod gone;
 mod in_flight;
 mod restart;
 mod states;
