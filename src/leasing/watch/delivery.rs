@@ -5,7 +5,8 @@
 //! sent nothing. A 2xx ends a delivery; anything else, a time-out (10 s) or a refused
 //! target is retried with exponential back-off and jitter, with the same `webhook-id`, until
 //! `LEASING_DELIVERY_RETRY_SECONDS` after the event; then it is failed. A subscription that
-//! keeps failing for five days is disabled.
+//! keeps failing for five days is disabled, and one whose receiver answers 410 Gone at once
+//! (Standard Webhooks: the endpoint is gone).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,7 +19,7 @@ use super::Watcher;
 use super::signing::signature_header;
 use super::target::{CheckedResolver, check_url};
 use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
-use crate::store::leasing::watch::{AttemptOutcome, DeliveryTarget, DeliveryWork};
+use crate::store::leasing::watch::{AttemptOutcome, DeliveryTarget, DeliveryWork, Disable};
 use crate::store::now_ms;
 
 /// How long a receiver has to answer.
@@ -31,10 +32,16 @@ const BATCH: i64 = 64;
 const IDLE: Duration = Duration::from_millis(500);
 /// The longest wait between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// What a receiver answers when its endpoint is gone for good (Standard Webhooks).
+const GONE: i64 = 410;
 /// A subscription whose deliveries failed for this long, without a success, is disabled.
 pub const DISABLE_AFTER: Duration = Duration::from_secs(5 * 24 * 3600);
 /// Why a delivery of a disabled subscription (sent again on request) was not sent.
 const DISABLED: &str = "the subscription is disabled";
+/// Why the pending deliveries of a subscription disabled after failing too long ended.
+const FAILED_TOO_LONG: &str = "the subscription was disabled after failing for five days";
+/// Why the pending deliveries of a subscription whose receiver answered 410 ended.
+const ENDPOINT_GONE: &str = "the subscription was disabled: its receiver answered 410 Gone";
 
 /// The client of the deliveries: no redirects, no proxy, the time-out, and a resolver that
 /// connects only to addresses the SSRF check let through.
@@ -131,6 +138,7 @@ impl Watcher {
         };
         let answer = if target.disabled { Err(DISABLED.to_string()) } else { self.send(http, &work, &target).await };
         let now = now_ms();
+        let gone = matches!(answer, Ok(GONE));
         let error_text;
         let outcome = match answer {
             Ok(status) if (200..300).contains(&status) => AttemptOutcome::Delivered { status_code: status },
@@ -140,21 +148,27 @@ impl Watcher {
                     Err(error) => (None, error),
                 };
                 error_text = error;
+                let retried = !target.disabled && !gone;
                 AttemptOutcome::Failed {
                     status_code,
                     error: &error_text,
-                    next_attempt_at: (!target.disabled).then(|| self.next_attempt_at(&work, now)).flatten(),
+                    next_attempt_at: retried.then(|| self.next_attempt_at(&work, now)).flatten(),
                 }
             }
         };
         let delivered = matches!(outcome, AttemptOutcome::Delivered { .. });
         let latency = Duration::from_millis((now - work.event_created_at).max(0) as u64);
         self.metrics.delivery_attempted(delivered, started.elapsed(), delivered.then_some(latency));
-        let disable_before = now - DISABLE_AFTER.as_millis() as i64;
-        let recorded = match self.store.delivery_record(&work, owner, &outcome, disable_before).await {
+        // A 410 disables as failing too long does: whenever its failing began, it began before now.
+        let disable = if gone {
+            Disable { failing_before: i64::MAX, why: ENDPOINT_GONE }
+        } else {
+            Disable { failing_before: now - DISABLE_AFTER.as_millis() as i64, why: FAILED_TOO_LONG }
+        };
+        let recorded = match self.store.delivery_record(&work, owner, &outcome, &disable).await {
             Ok(true) => {
-                slog::warn!(log, "a subscription failing for five days was disabled";
-                    "subscription" => &work.subscription_id);
+                slog::warn!(log, "a subscription was disabled";
+                    "subscription" => &work.subscription_id, "why" => disable.why);
                 true
             }
             Ok(false) => true,

@@ -48,6 +48,15 @@ pub struct DeliveryTarget {
     pub disabled: bool,
 }
 
+/// When a failed attempt disables its subscription, and why.
+#[derive(Debug, Clone)]
+pub struct Disable<'a> {
+    /// The subscription is disabled when it began failing before this (epoch ms).
+    pub failing_before: i64,
+    /// Recorded as the error of its deliveries that were still pending.
+    pub why: &'a str,
+}
+
 /// How an attempt ended.
 #[derive(Debug, Clone)]
 pub enum AttemptOutcome<'a> {
@@ -142,21 +151,21 @@ impl Store {
 
     /// Records one attempt of a delivery claimed by `owner`, and what it means for its
     /// subscription: a success ends its failing; a failure begins it, and disables the
-    /// subscription (failing its pending deliveries) when it began before `disable_before`. True
-    /// when the subscription was disabled by this attempt.
+    /// subscription (failing its pending deliveries) when it began before
+    /// `disable.failing_before`. True when the subscription was disabled by this attempt.
     pub async fn delivery_record(
         &self,
         work: &DeliveryWork,
         owner: &str,
         outcome: &AttemptOutcome<'_>,
-        disable_before: i64,
+        disable: &Disable<'_>,
     ) -> Result<bool, StoreError> {
         match *outcome {
             AttemptOutcome::Delivered { status_code } => {
                 self.delivery_delivered(work, owner, status_code).await.map(|()| false)
             }
             AttemptOutcome::Failed { status_code, error, next_attempt_at } => {
-                self.delivery_failed(work, owner, status_code, error, next_attempt_at, disable_before).await
+                self.delivery_failed(work, owner, status_code, error, next_attempt_at, disable).await
             }
         }
     }
@@ -198,7 +207,7 @@ impl Store {
         status_code: Option<i64>,
         error: &str,
         next_attempt_at: Option<i64>,
-        disable_before: i64,
+        disable: &Disable<'_>,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
         let mut tx = self.write_transaction().await?;
@@ -228,18 +237,18 @@ impl Store {
         )
         .bind(now)
         .bind(&work.subscription_id)
-        .bind(disable_before)
+        .bind(disable.failing_before)
         .execute(&mut *tx)
         .await?;
         let disabled = disabling.rows_affected() == 1;
         if disabled {
             sqlx::query(
-                "UPDATE leasing_deliveries SET status = 'failed', finished_at = $1, \
-                 last_error = 'the subscription was disabled after failing for five days' \
+                "UPDATE leasing_deliveries SET status = 'failed', finished_at = $1, last_error = $3 \
                  WHERE subscription_id = $2 AND status = 'pending'",
             )
             .bind(now)
             .bind(&work.subscription_id)
+            .bind(disable.why)
             .execute(&mut *tx)
             .await?;
         }

@@ -30,6 +30,7 @@ use crate::common::{Db, TestService, error_body, leasing_request};
 mod delivery;
 mod gone;
 mod in_flight;
+mod receivers;
 mod restart;
 mod states;
 

@@ -1,0 +1,48 @@
+//! Receivers that answer something other than a plain 2xx or failure: 410 Gone.
+
+use super::states::answering_as;
+use super::*;
+
+/// A service whose watcher reads only when asked (a route's read), retrying soon.
+const ON_ASK: &[(&str, &str)] = &[("CALLBACK_ALLOW_PRIVATE", "true"), ("LEASING_DELIVERY_BACKOFF_MILLISECONDS", "100")];
+
+/// Makes the provider answer `state` for `id` and reads it through a route: one change.
+async fn change(svc: &TestService, token: &str, id: &str, state: &str) {
+    svc.leasing_fault(answering_as(id, id, state, 1000)).await;
+    let shown: Value = svc.get_json(token, &format!("/api/v1/leasing/{id}")).await;
+    assert_eq!(shown["meta"]["state"], state, "{shown}");
+    crate::common::clear_faults(&svc.client, &svc.leasing).await;
+}
+
+/// A subscription's deliveries once `done` holds for them.
+async fn deliveries_when(svc: &TestService, token: &str, sub: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    until("the deliveries as expected", async || {
+        let listed: Value = svc.get_json(token, &format!("/api/v1/leasing/subscriptions/{sub}/deliveries")).await;
+        let items = listed["items"].as_array().unwrap().clone();
+        done(&items).then_some(items)
+    })
+    .await
+}
+
+/// A receiver answering 410 Gone says its endpoint is gone (Standard Webhooks): the
+/// subscription is disabled at once and its delivery failed, not retried for a day; another
+/// subscription gets the change all the same.
+async fn a_receiver_answering_410_is_disabled(db: Db) {
+    let (svc, token) = TestService::with_user(db, ON_ASK).await;
+    let (gone, other) = (Receiver::start(410).await, Receiver::start(204).await);
+    let sub = subscribe(&svc, &token, &gone.url()).await["id"].as_str().unwrap().to_string();
+    subscribe(&svc, &token, &other.url()).await;
+    let id = create_request(&svc, &token, "ACME GmbH").await;
+    change(&svc, &token, &id, "ReadyToSign").await;
+    let tried =
+        deliveries_when(&svc, &token, &sub, |items| items.iter().any(|d| d["attempts"].as_i64() >= Some(1))).await;
+    let shown: Value = svc.get_json(&token, &format!("/api/v1/leasing/subscriptions/{sub}")).await;
+    assert_eq!(shown["status"], "disabled", "a 410 disables the subscription: {shown} {tried:?}");
+    assert_eq!(tried[0]["status"], "failed", "{tried:?}");
+    assert_eq!(tried[0]["last_status_code"], 410, "{tried:?}");
+    until("the other subscription's delivery", async || (!other.delivered().is_empty()).then_some(())).await;
+    assert_eq!(gone.calls().len(), 1, "nothing more is sent to a gone endpoint");
+    svc.stop().await;
+}
+
+on_both_databases!(a_receiver_answering_410_is_disabled);
