@@ -1,4 +1,7 @@
-//! Receivers that answer something other than a plain 2xx or failure: 410 Gone.
+//! Receivers that answer something other than a plain 2xx or failure: 410 Gone, a
+//! `Retry-After`.
+
+use crate::common::add_fault;
 
 use super::states::answering_as;
 use super::*;
@@ -45,4 +48,33 @@ async fn a_receiver_answering_410_is_disabled(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(a_receiver_answering_410_is_disabled);
+/// The wait until a delivery's next attempt, in seconds.
+fn wait_seconds(delivery: &Value) -> i64 {
+    let next = delivery["next_attempt_at"].as_str().unwrap_or_else(|| panic!("a retry is due: {delivery}"));
+    let next = chrono::DateTime::parse_from_rfc3339(next).unwrap();
+    next.timestamp() - chrono::Utc::now().timestamp()
+}
+
+/// A receiver's `Retry-After` on a 429 or 503 sets the next attempt of that delivery (the
+/// back-off here is 100 ms), up to an hour however long it asks for.
+async fn a_receivers_retry_after_is_honoured_up_to_an_hour(db: Db) {
+    let (svc, token) = TestService::with_user(db, ON_ASK).await;
+    let (busy, down) = (Receiver::start(204).await, Receiver::start(204).await);
+    for (receiver, status, seconds) in [(&busy, 429, 120), (&down, 503, 86_400)] {
+        let rule = json!({"path_prefix": "/hooks", "status": status, "retry_after_seconds": seconds, "times": 1000});
+        add_fault(&svc.client, &format!("http://{}", receiver.address), rule).await;
+    }
+    let busy_sub = subscribe(&svc, &token, &busy.url()).await["id"].as_str().unwrap().to_string();
+    let down_sub = subscribe(&svc, &token, &down.url()).await["id"].as_str().unwrap().to_string();
+    let id = create_request(&svc, &token, "ACME GmbH").await;
+    change(&svc, &token, &id, "ReadyToSign").await;
+    let tried = |items: &[Value]| items.iter().any(|d| d["attempts"].as_i64() >= Some(1));
+    let busy_tried = deliveries_when(&svc, &token, &busy_sub, tried).await;
+    let down_tried = deliveries_when(&svc, &token, &down_sub, tried).await;
+    let (busy_wait, down_wait) = (wait_seconds(&busy_tried[0]), wait_seconds(&down_tried[0]));
+    assert!((60..=180).contains(&busy_wait), "429 Retry-After: 120 honoured: next attempt in {busy_wait} s");
+    assert!((1800..=3700).contains(&down_wait), "503 Retry-After: 86400 bounded to an hour: in {down_wait} s");
+    svc.stop().await;
+}
+
+on_both_databases!(a_receiver_answering_410_is_disabled, a_receivers_retry_after_is_honoured_up_to_an_hour,);
