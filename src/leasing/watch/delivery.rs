@@ -5,7 +5,8 @@
 //! sent nothing. A 2xx ends a delivery; anything else, a time-out (10 s) or a refused
 //! target is retried with exponential back-off and jitter (no sooner than a 429's or 503's
 //! `Retry-After`, up to an hour), with the same `webhook-id`, until
-//! `LEASING_DELIVERY_RETRY_SECONDS` after the event; then it is failed. A subscription that keeps failing for five days is disabled, and one whose
+//! `LEASING_DELIVERY_RETRY_SECONDS` after it became the next of its request to send; then it
+//! is failed. A subscription that keeps failing for five days is disabled, and one whose
 //! receiver answers 410 Gone at once (Standard Webhooks: the endpoint is gone).
 
 use std::sync::Arc;
@@ -225,10 +226,10 @@ impl Watcher {
 
     /// When a failed delivery is tried again: the first retry's delay doubled per attempt (up
     /// to an hour), 0 to 20 % more as jitter, no sooner than the receiver asked
-    /// (`retry_after`, up to an hour), never past the retry horizon; `None` once the horizon
-    /// has passed.
+    /// (`retry_after`, up to an hour), never past the retry horizon (counted from when the
+    /// delivery became the next of its request to send); `None` once the horizon has passed.
     fn next_attempt_at(&self, work: &DeliveryWork, now: i64, retry_after: Option<Duration>) -> Option<i64> {
-        let horizon_end = work.created_at + self.config.retry_horizon.as_millis() as i64;
+        let horizon_end = work.in_line_since + self.config.retry_horizon.as_millis() as i64;
         if now >= horizon_end {
             return None;
         }

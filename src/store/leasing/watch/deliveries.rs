@@ -31,6 +31,10 @@ pub struct DeliveryWork {
     pub subscription_id: String,
     pub attempts: i64,
     pub created_at: i64,
+    /// When it became the next of its subscription and request to send: its creation, or
+    /// when the one before it ended. Its retries are timed from here, so that one held behind
+    /// a failing delivery is not failed after a single attempt.
+    pub in_line_since: i64,
     pub event_id: String,
     pub payload: String,
     pub event_created_at: i64,
@@ -106,7 +110,10 @@ impl Store {
         // One read for the whole claim: `owner` names this claim alone.
         let rows = sqlx::query(
             "SELECT d.id, d.subscription_id, d.attempts, d.created_at, e.id AS event_id, e.payload, \
-             e.created_at AS event_created_at FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
+             e.created_at AS event_created_at, COALESCE((SELECT MAX(o.finished_at) FROM leasing_deliveries o \
+             WHERE o.subscription_id = d.subscription_id AND o.financing_id = d.financing_id AND o.id < d.id \
+             AND o.finished_at > d.created_at), d.created_at) AS in_line_since \
+             FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
              WHERE d.lease_owner = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at, d.id",
         )
         .persistent(false)
@@ -120,6 +127,7 @@ impl Store {
                 subscription_id: row.try_get("subscription_id")?,
                 attempts: row.try_get("attempts")?,
                 created_at: row.try_get("created_at")?,
+                in_line_since: row.try_get("in_line_since")?,
                 event_id: row.try_get("event_id")?,
                 payload: row.try_get("payload")?,
                 event_created_at: row.try_get("event_created_at")?,

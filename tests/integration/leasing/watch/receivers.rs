@@ -1,5 +1,5 @@
 //! Receivers that answer something other than a plain 2xx or failure: 410 Gone, a
-//! `Retry-After`.
+//! `Retry-After`, and a failing delivery that holds the next ones of its request.
 
 use crate::common::add_fault;
 
@@ -77,4 +77,32 @@ async fn a_receivers_retry_after_is_honoured_up_to_an_hour(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(a_receiver_answering_410_is_disabled, a_receivers_retry_after_is_honoured_up_to_an_hour,);
+/// A delivery held behind an older failing one of the same request gets its own retry
+/// window from when it is next in line: it was timed from its event, so once the older one
+/// had failed for the whole window, the held one was failed after a single attempt.
+async fn a_held_delivery_gets_its_own_window(db: Db) {
+    let settings = [ON_ASK, &[("LEASING_DELIVERY_RETRY_SECONDS", "3")]].concat();
+    let (svc, token) = TestService::with_user(db, &settings).await;
+    let receiver = Receiver::start(204).await;
+    // Slow failures: the held delivery is reached well after its own event's window began.
+    let rule = json!({"path_prefix": "/hooks", "status": 503, "delay_ms": 1000, "times": 100_000});
+    add_fault(&svc.client, &format!("http://{}", receiver.address), rule).await;
+    let sub = subscribe(&svc, &token, &receiver.url()).await["id"].as_str().unwrap().to_string();
+    let id = create_request(&svc, &token, "ACME GmbH").await;
+    change(&svc, &token, &id, "ReadyToSign").await;
+    change(&svc, &token, &id, "Declined").await;
+    let ended =
+        deliveries_when(&svc, &token, &sub, |items| items.len() == 2 && items.iter().all(|d| d["status"] == "failed"))
+            .await;
+    for delivery in &ended {
+        let attempts = delivery["attempts"].as_i64().unwrap();
+        assert!(attempts >= 2, "each delivery is retried within its own window: {ended:?}");
+    }
+    svc.stop().await;
+}
+
+on_both_databases!(
+    a_receiver_answering_410_is_disabled,
+    a_receivers_retry_after_is_honoured_up_to_an_hour,
+    a_held_delivery_gets_its_own_window,
+);
