@@ -15,6 +15,7 @@ pub mod key_page;
 pub mod leasing_codes;
 pub mod owner;
 pub mod redaction;
+pub mod retry_after;
 pub mod settings;
 pub mod stamp;
 #[cfg(test)]

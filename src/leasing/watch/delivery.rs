@@ -3,9 +3,11 @@
 //! records the attempt. The subscription is read as each delivery leaves, not when it was
 //! claimed: one rotated since is signed with its new secret, one deleted or disabled since is
 //! sent nothing. A 2xx ends a delivery; anything else, a time-out (10 s) or a refused
-//! target is retried with exponential back-off and jitter, with the same `webhook-id`, until
-//! `LEASING_DELIVERY_RETRY_SECONDS` after the event; then it is failed. A subscription that
-//! keeps failing for five days is disabled.
+//! target is retried with exponential back-off and jitter (no sooner than a 429's or 503's
+//! `Retry-After`, up to an hour), with the same `webhook-id`, until
+//! `LEASING_DELIVERY_RETRY_SECONDS` after it became the next of its request to send; then it
+//! is failed. A subscription that keeps failing for five days is disabled, and one whose
+//! receiver answers 410 Gone at once (Standard Webhooks: the endpoint is gone).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,8 +20,9 @@ use super::Watcher;
 use super::signing::signature_header;
 use super::target::{CheckedResolver, check_url};
 use crate::background::task::{Failed, Pace, Plan, Stop, Stopping, Task};
-use crate::store::leasing::watch::{AttemptOutcome, DeliveryTarget, DeliveryWork};
+use crate::store::leasing::watch::{AttemptOutcome, DeliveryTarget, DeliveryWork, Disable};
 use crate::store::now_ms;
+use crate::vocabulary::retry_after::requested_wait;
 
 /// How long a receiver has to answer.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -29,12 +32,24 @@ pub const CONCURRENCY: usize = 16;
 const BATCH: i64 = 64;
 /// How long an idle deliverer waits before looking again (a change recorded here wakes it).
 const IDLE: Duration = Duration::from_millis(500);
-/// The longest wait between two attempts.
+/// The longest wait between two attempts, whatever a receiver's `Retry-After` asks for.
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// What a receiver answers when its endpoint is gone for good (Standard Webhooks).
+const GONE: i64 = 410;
 /// A subscription whose deliveries failed for this long, without a success, is disabled.
 pub const DISABLE_AFTER: Duration = Duration::from_secs(5 * 24 * 3600);
 /// Why a delivery of a disabled subscription (sent again on request) was not sent.
 const DISABLED: &str = "the subscription is disabled";
+/// Why the pending deliveries of a subscription disabled after failing too long ended.
+const FAILED_TOO_LONG: &str = "the subscription was disabled after failing for five days";
+/// Why the pending deliveries of a subscription whose receiver answered 410 ended.
+const ENDPOINT_GONE: &str = "the subscription was disabled: its receiver answered 410 Gone";
+
+/// A receiver's answer: its status, and the wait a 429 or 503 asked for.
+struct Answer {
+    status: i64,
+    retry_after: Option<Duration>,
+}
 
 /// The client of the deliveries: no redirects, no proxy, the time-out, and a resolver that
 /// connects only to addresses the SSRF check let through.
@@ -131,30 +146,41 @@ impl Watcher {
         };
         let answer = if target.disabled { Err(DISABLED.to_string()) } else { self.send(http, &work, &target).await };
         let now = now_ms();
+        let gone = matches!(answer, Ok(Answer { status: GONE, .. }));
         let error_text;
         let outcome = match answer {
-            Ok(status) if (200..300).contains(&status) => AttemptOutcome::Delivered { status_code: status },
+            Ok(Answer { status, .. }) if (200..300).contains(&status) => {
+                AttemptOutcome::Delivered { status_code: status }
+            }
             failed => {
-                let (status_code, error) = match failed {
-                    Ok(status) => (Some(status), format!("the receiver answered {status}")),
-                    Err(error) => (None, error),
+                let (status_code, error, retry_after) = match failed {
+                    Ok(Answer { status, retry_after }) => {
+                        (Some(status), format!("the receiver answered {status}"), retry_after)
+                    }
+                    Err(error) => (None, error, None),
                 };
                 error_text = error;
+                let retried = !target.disabled && !gone;
                 AttemptOutcome::Failed {
                     status_code,
                     error: &error_text,
-                    next_attempt_at: (!target.disabled).then(|| self.next_attempt_at(&work, now)).flatten(),
+                    next_attempt_at: retried.then(|| self.next_attempt_at(&work, now, retry_after)).flatten(),
                 }
             }
         };
         let delivered = matches!(outcome, AttemptOutcome::Delivered { .. });
         let latency = Duration::from_millis((now - work.event_created_at).max(0) as u64);
         self.metrics.delivery_attempted(delivered, started.elapsed(), delivered.then_some(latency));
-        let disable_before = now - DISABLE_AFTER.as_millis() as i64;
-        let recorded = match self.store.delivery_record(&work, owner, &outcome, disable_before).await {
+        // A 410 disables as failing too long does: whenever its failing began, it began before now.
+        let disable = if gone {
+            Disable { failing_before: i64::MAX, why: ENDPOINT_GONE }
+        } else {
+            Disable { failing_before: now - DISABLE_AFTER.as_millis() as i64, why: FAILED_TOO_LONG }
+        };
+        let recorded = match self.store.delivery_record(&work, owner, &outcome, &disable).await {
             Ok(true) => {
-                slog::warn!(log, "a subscription failing for five days was disabled";
-                    "subscription" => &work.subscription_id);
+                slog::warn!(log, "a subscription was disabled";
+                    "subscription" => &work.subscription_id, "why" => disable.why);
                 true
             }
             Ok(false) => true,
@@ -171,8 +197,13 @@ impl Watcher {
         recorded
     }
 
-    /// Posts the event; the answer's status, or why there was none.
-    async fn send(&self, http: &reqwest::Client, work: &DeliveryWork, target: &DeliveryTarget) -> Result<i64, String> {
+    /// Posts the event; the answer (its body unread), or why there was none.
+    async fn send(
+        &self,
+        http: &reqwest::Client,
+        work: &DeliveryWork,
+        target: &DeliveryTarget,
+    ) -> Result<Answer, String> {
         let url = check_url(&target.url, self.config.allow_private).map_err(|refusal| format!("refused: {refusal}"))?;
         let timestamp = chrono::Utc::now().timestamp();
         let mut secrets = vec![target.secret.as_str()];
@@ -188,21 +219,25 @@ impl Watcher {
             .send()
             .await
             .map_err(|error| describe(&error))?;
-        Ok(i64::from(response.status().as_u16()))
+        let status = response.status().as_u16();
+        let retry_after = matches!(status, 429 | 503).then(|| requested_wait(response.headers())).flatten();
+        Ok(Answer { status: i64::from(status), retry_after })
     }
 
     /// When a failed delivery is tried again: the first retry's delay doubled per attempt (up
-    /// to an hour), 0 to 20 % more as jitter, never past the retry horizon; `None` once the
-    /// horizon has passed.
-    fn next_attempt_at(&self, work: &DeliveryWork, now: i64) -> Option<i64> {
-        let horizon_end = work.created_at + self.config.retry_horizon.as_millis() as i64;
+    /// to an hour), 0 to 20 % more as jitter, no sooner than the receiver asked
+    /// (`retry_after`, up to an hour), never past the retry horizon (counted from when the
+    /// delivery became the next of its request to send); `None` once the horizon has passed.
+    fn next_attempt_at(&self, work: &DeliveryWork, now: i64, retry_after: Option<Duration>) -> Option<i64> {
+        let horizon_end = work.in_line_since + self.config.retry_horizon.as_millis() as i64;
         if now >= horizon_end {
             return None;
         }
         let backoff = self.config.first_retry.saturating_mul(1 << work.attempts.clamp(0, 20)).min(MAX_BACKOFF);
         let backoff = backoff.as_millis() as i64;
         let jitter = rand::rng().random_range(0..=backoff / 5);
-        Some((now + backoff + jitter).min(horizon_end))
+        let asked = retry_after.unwrap_or_default().min(MAX_BACKOFF).as_millis() as i64;
+        Some((now + (backoff + jitter).max(asked)).min(horizon_end))
     }
 }
 

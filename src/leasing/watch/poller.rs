@@ -1,6 +1,8 @@
 //! The poller: claims the watched requests that are due (with a lease, so that instances
 //! share them and a crashed instance's claims pass on), reads each at the provider,
-//! `LEASING_WATCH_CONCURRENCY` at a time, records what it read and when to read it next.
+//! `LEASING_WATCH_CONCURRENCY` at a time, records what it read and when to read it next. A
+//! request the provider has answered 404 or 410 for since `LEASING_WATCH_GONE_SECONDS` is
+//! read no more.
 
 use std::time::Duration;
 
@@ -82,21 +84,29 @@ impl Watcher {
     /// Reads one claimed request and sets its next read; `false` when that was not recorded.
     async fn poll_one(&self, client: &LeasingClient, watch: WatchRow, owner: &str, log: &Logger) -> bool {
         let read_at = now_ms();
-        let (next_poll_at, failures) = match client.get(&watch.financing_id).await {
+        let (next_poll_at, failures, gone_since) = match client.get(&watch.financing_id).await {
             Ok(request) => {
                 self.observe(ObservationSource::Poll, &watch.financing_id, &request, read_at).await;
-                (self.next_poll_at(), 0)
+                (Some(self.next_poll_at()), 0, None)
             }
             Err(error) => {
                 let failures = watch.failures + 1;
+                // Another failure between two 404s says nothing of the request: the time goes on.
+                let gone_since =
+                    if error.is_gone() { Some(watch.gone_since.unwrap_or(read_at)) } else { watch.gone_since };
+                let gone_for = gone_since.map_or(0, |since| read_at - since);
                 // A 429, or a 503 in maintenance, may say how long to stay away.
                 let retry_after = error.retry_after();
+                let next_poll_at = (gone_for < self.config.gone_after.as_millis() as i64)
+                    .then(|| self.retry_poll_at(failures, retry_after));
                 slog::warn!(log, "reading a watched request failed";
-                    "financing_id" => &watch.financing_id, "failures" => failures, "error" => %error);
-                (self.retry_poll_at(failures, retry_after), failures)
+                    "financing_id" => &watch.financing_id, "failures" => failures, "error" => %error,
+                    "read_again" => next_poll_at.is_some());
+                (next_poll_at, failures, gone_since)
             }
         };
-        if let Err(error) = self.store.watch_reschedule(&watch.financing_id, owner, next_poll_at, failures).await {
+        let rescheduled = self.store.watch_reschedule(&watch.financing_id, owner, next_poll_at, failures, gone_since);
+        if let Err(error) = rescheduled.await {
             slog::warn!(log, "rescheduling a watched request failed; it is read again when its claim runs out";
                 "financing_id" => &watch.financing_id, "error" => %error);
             return false;

@@ -31,6 +31,10 @@ pub struct DeliveryWork {
     pub subscription_id: String,
     pub attempts: i64,
     pub created_at: i64,
+    /// When it became the next of its subscription and request to send: its creation, or
+    /// when the one before it ended. Its retries are timed from here, so that one held behind
+    /// a failing delivery is not failed after a single attempt.
+    pub in_line_since: i64,
     pub event_id: String,
     pub payload: String,
     pub event_created_at: i64,
@@ -46,6 +50,15 @@ pub struct DeliveryTarget {
     pub previous_secret: Option<String>,
     /// Disabled (after failing for five days): nothing more is sent to it.
     pub disabled: bool,
+}
+
+/// When a failed attempt disables its subscription, and why.
+#[derive(Debug, Clone)]
+pub struct Disable<'a> {
+    /// The subscription is disabled when it began failing before this (epoch ms).
+    pub failing_before: i64,
+    /// Recorded as the error of its deliveries that were still pending.
+    pub why: &'a str,
 }
 
 /// How an attempt ended.
@@ -97,7 +110,10 @@ impl Store {
         // One read for the whole claim: `owner` names this claim alone.
         let rows = sqlx::query(
             "SELECT d.id, d.subscription_id, d.attempts, d.created_at, e.id AS event_id, e.payload, \
-             e.created_at AS event_created_at FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
+             e.created_at AS event_created_at, COALESCE((SELECT MAX(o.finished_at) FROM leasing_deliveries o \
+             WHERE o.subscription_id = d.subscription_id AND o.financing_id = d.financing_id AND o.id < d.id \
+             AND o.finished_at > d.created_at), d.created_at) AS in_line_since \
+             FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
              WHERE d.lease_owner = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at, d.id",
         )
         .persistent(false)
@@ -111,6 +127,7 @@ impl Store {
                 subscription_id: row.try_get("subscription_id")?,
                 attempts: row.try_get("attempts")?,
                 created_at: row.try_get("created_at")?,
+                in_line_since: row.try_get("in_line_since")?,
                 event_id: row.try_get("event_id")?,
                 payload: row.try_get("payload")?,
                 event_created_at: row.try_get("event_created_at")?,
@@ -142,21 +159,21 @@ impl Store {
 
     /// Records one attempt of a delivery claimed by `owner`, and what it means for its
     /// subscription: a success ends its failing; a failure begins it, and disables the
-    /// subscription (failing its pending deliveries) when it began before `disable_before`. True
-    /// when the subscription was disabled by this attempt.
+    /// subscription (failing its pending deliveries) when it began before
+    /// `disable.failing_before`. True when the subscription was disabled by this attempt.
     pub async fn delivery_record(
         &self,
         work: &DeliveryWork,
         owner: &str,
         outcome: &AttemptOutcome<'_>,
-        disable_before: i64,
+        disable: &Disable<'_>,
     ) -> Result<bool, StoreError> {
         match *outcome {
             AttemptOutcome::Delivered { status_code } => {
                 self.delivery_delivered(work, owner, status_code).await.map(|()| false)
             }
             AttemptOutcome::Failed { status_code, error, next_attempt_at } => {
-                self.delivery_failed(work, owner, status_code, error, next_attempt_at, disable_before).await
+                self.delivery_failed(work, owner, status_code, error, next_attempt_at, disable).await
             }
         }
     }
@@ -198,7 +215,7 @@ impl Store {
         status_code: Option<i64>,
         error: &str,
         next_attempt_at: Option<i64>,
-        disable_before: i64,
+        disable: &Disable<'_>,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
         let mut tx = self.write_transaction().await?;
@@ -228,18 +245,18 @@ impl Store {
         )
         .bind(now)
         .bind(&work.subscription_id)
-        .bind(disable_before)
+        .bind(disable.failing_before)
         .execute(&mut *tx)
         .await?;
         let disabled = disabling.rows_affected() == 1;
         if disabled {
             sqlx::query(
-                "UPDATE leasing_deliveries SET status = 'failed', finished_at = $1, \
-                 last_error = 'the subscription was disabled after failing for five days' \
+                "UPDATE leasing_deliveries SET status = 'failed', finished_at = $1, last_error = $3 \
                  WHERE subscription_id = $2 AND status = 'pending'",
             )
             .bind(now)
             .bind(&work.subscription_id)
+            .bind(disable.why)
             .execute(&mut *tx)
             .await?;
         }

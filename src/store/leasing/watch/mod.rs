@@ -14,7 +14,7 @@ use crate::store::columns::IntBool;
 use crate::store::lease::DueClaim;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 pub use crate::vocabulary::owner::Viewer;
-pub use deliveries::{AttemptOutcome, DeliveryRow, DeliveryTarget, DeliveryWork};
+pub use deliveries::{AttemptOutcome, DeliveryRow, DeliveryTarget, DeliveryWork, Disable};
 pub use subscriptions::{NewSubscription, SubscriptionRow};
 
 pub mod deliveries;
@@ -31,6 +31,8 @@ pub struct WatchRow {
     pub terminal: bool,
     pub next_poll_at: Option<i64>,
     pub failures: i64,
+    /// Since when the provider has answered that it does not have the request (404, 410).
+    pub gone_since: Option<i64>,
 }
 
 /// A state read at the provider.
@@ -71,7 +73,8 @@ pub enum Recorded {
 // seen during `cargo xtask bench --db postgres --scenario leasing-watch`, where the
 // deliverer fell to 20 events/s). So the claims are not kept prepared (`persistent(false)`):
 // Postgres plans each with the table as it is, for about a millisecond per claim.
-const WATCH_COLUMNS: &str = "financing_id, request_id, state, observed_at, terminal, next_poll_at, failures";
+const WATCH_COLUMNS: &str =
+    "financing_id, request_id, state, observed_at, terminal, next_poll_at, failures, gone_since";
 /// A watch by the id `$1` in any case, through the unique index of migration 0037.
 const BY_ID: &str = "lower(financing_id) = lower($1)";
 
@@ -152,7 +155,7 @@ impl Store {
         let event = event(&watch);
         sqlx::query(
             "UPDATE leasing_watches SET state = $1, observed_at = $2, terminal = $3, \
-             request_id = COALESCE($4, request_id), \
+             request_id = COALESCE($4, request_id), gone_since = NULL, \
              next_poll_at = CASE WHEN $3 = 1 THEN NULL ELSE COALESCE(next_poll_at, $6) END \
              WHERE financing_id = $5",
         )
@@ -161,7 +164,8 @@ impl Store {
         .bind(i64::from(observed.terminal))
         .bind(observed.request_id)
         .bind(&watch.financing_id)
-        // A request that left a terminal state (the provider reopened it) is polled again.
+        // A request that left a terminal state (the provider reopened it), or whose reads
+        // ended while the provider said it was gone, is polled again.
         .bind(now_ms())
         .execute(&mut *tx)
         .await?;
@@ -224,39 +228,45 @@ impl Store {
             .await?)
     }
 
-    /// Ends `owner`'s claim of a watch: next read at `next_poll_at` (none once terminal),
-    /// after `failures` failed reads in a row.
+    /// Ends `owner`'s claim of a watch: next read at `next_poll_at` (none once terminal, or
+    /// without one: the reads end), after `failures` failed reads in a row, the provider
+    /// saying it does not have the request since `gone_since`.
     pub async fn watch_reschedule(
         &self,
         financing_id: &str,
         owner: &str,
-        next_poll_at: i64,
+        next_poll_at: Option<i64>,
         failures: i64,
+        gone_since: Option<i64>,
     ) -> Result<(), StoreError> {
         let _turn = self.write_turn().await?;
         sqlx::query(
             "UPDATE leasing_watches SET next_poll_at = CASE WHEN terminal = 1 THEN NULL ELSE $1 END, \
-             failures = $2, lease_owner = NULL, lease_until = NULL \
+             failures = $2, gone_since = $5, lease_owner = NULL, lease_until = NULL \
              WHERE financing_id = $3 AND lease_owner = $4",
         )
         .bind(next_poll_at)
         .bind(failures)
         .bind(financing_id)
         .bind(owner)
+        .bind(gone_since)
         .execute(self.pool())
         .await?;
         Ok(())
     }
 
-    /// Watched requests: (still watched, terminal).
+    /// Watched requests: (still read, no longer read: terminal, or gone at the provider).
     pub async fn watch_counts(&self) -> Result<(i64, i64), StoreError> {
-        let rows = sqlx::query("SELECT terminal, COUNT(*) AS n FROM leasing_watches GROUP BY terminal")
-            .fetch_all(self.pool())
-            .await?;
+        let rows = sqlx::query(
+            "SELECT CASE WHEN next_poll_at IS NULL THEN 1 ELSE 0 END AS ended, COUNT(*) AS n \
+             FROM leasing_watches GROUP BY 1",
+        )
+        .fetch_all(self.pool())
+        .await?;
         let (mut active, mut ended) = (0, 0);
         for row in &rows {
             let n: i64 = row.try_get("n")?;
-            if row.try_get::<i64, _>("terminal")? == 0 { active += n } else { ended += n }
+            if row.try_get::<i64, _>("ended")? == 0 { active += n } else { ended += n }
         }
         Ok((active, ended))
     }

@@ -1,5 +1,10 @@
 use super::*;
 
+/// Disables a subscription failing since before `failing_before`.
+fn disable(failing_before: i64) -> Disable<'static> {
+    Disable { failing_before, why: "disabled" }
+}
+
 fn event(id: &str) -> impl FnOnce(&WatchRow) -> NewEvent + '_ {
     move |previous| NewEvent {
         id: id.to_string(),
@@ -68,10 +73,13 @@ async fn a_change_is_recorded_once_with_a_delivery_per_subscription_in_order_per
         let retry_at = now_ms() - 1;
         let failed =
             AttemptOutcome::Failed { status_code: Some(500), error: "HTTP 500", next_attempt_at: Some(retry_at) };
-        assert!(!store.delivery_record(&claimed[0], "a", &failed, 0).await.unwrap());
+        assert!(!store.delivery_record(&claimed[0], "a", &failed, &disable(0)).await.unwrap());
         let again = store.delivery_claim_due("a2", now_ms() + 60_000, 10).await.unwrap();
         assert_eq!((again[0].event_id.as_str(), again[0].attempts), ("e1", 1));
-        store.delivery_record(&again[0], "a2", &AttemptOutcome::Delivered { status_code: 204 }, 0).await.unwrap();
+        store
+            .delivery_record(&again[0], "a2", &AttemptOutcome::Delivered { status_code: 204 }, &disable(0))
+            .await
+            .unwrap();
         let next = store.delivery_claim_due("a3", now_ms() + 60_000, 10).await.unwrap();
         assert_eq!(next.iter().map(|w| w.event_id.as_str()).collect::<Vec<_>>(), ["e3"]);
 
@@ -96,12 +104,12 @@ async fn due_watches_are_claimed_once_until_their_lease_runs_out() {
         store.watch_start(&observed("RequestToGrenke", at), at - 1, 1).await.unwrap();
         assert_eq!(store.watch_claim_due("a", now_ms() + 60_000, 10).await.unwrap().len(), 1);
         assert!(store.watch_claim_due("b", now_ms() + 60_000, 10).await.unwrap().is_empty());
-        store.watch_reschedule("f-1", "a", now_ms() - 1, 0).await.unwrap();
+        store.watch_reschedule("f-1", "a", Some(now_ms() - 1), 0, None).await.unwrap();
         let claimed = store.watch_claim_due("b", now_ms() - 1, 10).await.unwrap();
         assert_eq!(claimed.len(), 1);
         // b's lease ran out at once: c takes it over, and b can no longer reschedule it.
         assert_eq!(store.watch_claim_due("c", now_ms() + 60_000, 10).await.unwrap().len(), 1);
-        store.watch_reschedule("f-1", "b", now_ms() + 1_000_000, 3).await.unwrap();
+        store.watch_reschedule("f-1", "b", Some(now_ms() + 1_000_000), 3, None).await.unwrap();
         assert_eq!(store.watch("f-1").await.unwrap().unwrap().failures, 0);
     })
     .await;
@@ -196,8 +204,8 @@ async fn the_deliveries_of_a_disabled_subscription_stay_failed() {
         let (claimed, at) = two_claimed_together(store).await;
         let failed = AttemptOutcome::Failed { status_code: Some(503), error: "HTTP 503", next_attempt_at: Some(at) };
         // The first attempt to end disables the subscription (it has been failing long enough).
-        assert!(store.delivery_record(&claimed[0], "a", &failed, now_ms() + 1).await.unwrap());
-        assert!(!store.delivery_record(&claimed[1], "a", &failed, now_ms() + 1).await.unwrap());
+        assert!(store.delivery_record(&claimed[0], "a", &failed, &disable(now_ms() + 1)).await.unwrap());
+        assert!(!store.delivery_record(&claimed[1], "a", &failed, &disable(now_ms() + 1)).await.unwrap());
         let listed = store.deliveries_of("sub_1", 10, 0).await.unwrap();
         assert_eq!(listed.iter().map(|d| d.status.as_str()).collect::<Vec<_>>(), ["failed", "failed"], "{listed:?}");
         assert!(store.delivery_claim_due("b", now_ms() + 60_000, 10).await.unwrap().is_empty());
@@ -212,9 +220,9 @@ async fn a_success_ends_a_failing_that_began_after_its_claim() {
         // is delivered: the receiver answers again, so the subscription is not failing.
         let (claimed, at) = two_claimed_together(store).await;
         let failed = AttemptOutcome::Failed { status_code: Some(503), error: "HTTP 503", next_attempt_at: Some(at) };
-        assert!(!store.delivery_record(&claimed[1], "a", &failed, 0).await.unwrap());
+        assert!(!store.delivery_record(&claimed[1], "a", &failed, &disable(0)).await.unwrap());
         let delivered = AttemptOutcome::Delivered { status_code: 204 };
-        assert!(!store.delivery_record(&claimed[0], "a", &delivered, 0).await.unwrap());
+        assert!(!store.delivery_record(&claimed[0], "a", &delivered, &disable(0)).await.unwrap());
         let owner = Viewer { user_id: 1, operator: false };
         let subscription = store.subscription(owner, "sub_1").await.unwrap().expect("subscribed");
         assert_eq!(subscription.failing_since, None, "a stale start of failing would disable it at the next failure");

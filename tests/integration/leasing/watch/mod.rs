@@ -28,7 +28,9 @@ use crate::common::{Db, TestService, error_body, leasing_request};
 
 /// The settings of a service whose watcher reads every second and retries soon.
 mod delivery;
+mod gone;
 mod in_flight;
+mod receivers;
 mod restart;
 mod states;
 
