@@ -5868,6 +5868,11 @@ export interface components {
             /** Format: double */
             seconds: number;
             /**
+             * @description The field-report system could not count its records (`<Set>/$count` refused): the list of Ids was not checked against its count, and records a server ignoring `$orderby=Id` left out of it may have been missed (never removed: a removal is confirmed by Id).
+             * @default false
+             */
+            unverified?: boolean;
+            /**
              * Format: int64
              * @description Records the field-report system has.
              */
