@@ -13721,7 +13721,7 @@ pub mod types {
         pub previous_secret_expires_at: ::std::option::Option<
             ::chrono::DateTime<::chrono::offset::Utc>,
         >,
-        ///`active`, or `disabled` after five days of failing deliveries.
+        ///`active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone.
         pub status: ::std::string::String,
         pub url: ::std::string::String,
     }
@@ -13773,7 +13773,7 @@ pub mod types {
         >,
         ///The signing secret, `whsec_<base64>`: keep it; no later answer shows it.
         pub secret: ::std::string::String,
-        ///`active`, or `disabled` after five days of failing deliveries.
+        ///`active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone.
         pub status: ::std::string::String,
         pub url: ::std::string::String,
     }
@@ -14802,7 +14802,7 @@ pub mod types {
     pub struct Watch {
         #[serde(rename = "financingId")]
         pub financing_id: ::std::string::String,
-        ///When it is read next (null once terminal).
+        ///When it is read next (null once terminal, or once the provider has answered 404 or 410 for `LEASING_WATCH_GONE_SECONDS`).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub next_poll_at: ::std::option::Option<
             ::chrono::DateTime<::chrono::offset::Utc>,

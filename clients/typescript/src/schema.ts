@@ -6456,7 +6456,7 @@ export interface components {
              * @description Until when the secret before the last rotation still signs.
              */
             previous_secret_expires_at?: string | null;
-            /** @description `active`, or `disabled` after five days of failing deliveries. */
+            /** @description `active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone. */
             status: string;
             url: string;
         };
@@ -6507,7 +6507,7 @@ export interface components {
             previous_secret_expires_at?: string | null;
             /** @description The signing secret, `whsec_<base64>`: keep it; no later answer shows it. */
             secret: string;
-            /** @description `active`, or `disabled` after five days of failing deliveries. */
+            /** @description `active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone. */
             status: string;
             url: string;
         };
@@ -6875,7 +6875,7 @@ export interface components {
             financingId: string;
             /**
              * Format: date-time
-             * @description When it is read next (null once terminal).
+             * @description When it is read next (null once terminal, or once the provider has answered 404 or 410 for `LEASING_WATCH_GONE_SECONDS`).
              */
             next_poll_at?: string | null;
             requestId?: string | null;

@@ -78,7 +78,8 @@ pub struct Subscription {
     pub description: Option<String>,
     pub events: Vec<String>,
     pub created_at: String,
-    /// `active`, or `disabled` after five days of failing deliveries.
+    /// `active`, or `disabled`: after five days of failing deliveries, or at once when its
+    /// receiver answers 410 Gone.
     pub status: String,
     /// Since when its deliveries fail (null once one succeeds).
     pub failing_since: Option<String>,
@@ -206,7 +207,8 @@ pub struct Watch {
     pub state: String,
     /// Whether the state is terminal: then the request is no longer read.
     pub terminal: bool,
-    /// When it is read next (null once terminal).
+    /// When it is read next (null once terminal, or once the provider has answered 404 or 410
+    /// for `LEASING_WATCH_GONE_SECONDS`).
     pub next_poll_at: Option<String>,
 }
 
