@@ -3917,7 +3917,7 @@ export interface components {
         };
         /**
          * @description An opaque position in a set's change feed: pass it on as `since` to read the changes after it. Its content is the service's own and may change between releases.
-         * @example 1042
+         * @example 482913000000001042
          */
         FeedCursor: string;
         /** @description An object to be financed. */
@@ -7191,7 +7191,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["ErpChangePage"];
@@ -8614,7 +8614,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["CompaniesChangePage"];
@@ -9251,7 +9251,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["ContactsChangePage"];
@@ -9774,7 +9774,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["CostCentersChangePage"];
@@ -10272,7 +10272,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["DocumentsChangePage"];
@@ -10789,7 +10789,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["ItemTypesChangePage"];
@@ -11291,7 +11291,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["ItemUnitsChangePage"];
@@ -11785,7 +11785,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["ItemsChangePage"];
@@ -12525,7 +12525,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["ProductsChangePage"];
@@ -13018,7 +13018,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["QualificationsChangePage"];
@@ -13516,7 +13516,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["ServiceObjectsChangePage"];
@@ -14121,7 +14121,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["ServiceRequestsChangePage"];
@@ -15130,7 +15130,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["StepListTemplatesChangePage"];
@@ -15756,7 +15756,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["TagsChangePage"];
@@ -16247,7 +16247,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["TimeEventsChangePage"];
@@ -16760,7 +16760,7 @@ export interface operations {
                      *         }
                      *       ],
                      *       "next": "example",
-                     *       "next_cursor": "1042"
+                     *       "next_cursor": "482913000000001042"
                      *     }
                      */
                     "application/json": components["schemas"]["UsersChangePage"];

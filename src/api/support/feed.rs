@@ -84,7 +84,7 @@ fn cursor_schema(description: &str) -> Schema {
         "maxLength": MAX_POSITION_DIGITS,
         "pattern": "^[0-9]+$",
         "description": description,
-        "example": "1042",
+        "example": "482913000000001042",
     }))
     .expect("a valid schema")
 }
