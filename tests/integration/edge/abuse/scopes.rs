@@ -245,4 +245,20 @@ async fn every_guarded_operation_refuses_whom_it_must(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(every_guarded_operation_refuses_whom_it_must);
+/// `METRICS_TOKEN` is the scraper's, not a user's: shaped like the first user's token, it
+/// still opens no guarded operation. (A user's token on `/metrics` is refused in
+/// operations/metrics.)
+async fn the_metrics_token_opens_no_guarded_operation(db: Db) {
+    let metrics_token = format!("1|{}", "m".repeat(40));
+    let svc = TestService::start(db, &[("METRICS_TOKEN", metrics_token.as_str())]).await;
+    svc.remember_secret(&metrics_token);
+    svc.user_token().await;
+    for path in ["/api/v1/user", "/api/v1/jobs", "/api/v1/leasing/subscriptions"] {
+        let answer = svc.get(&metrics_token, path).await;
+        assert_eq!(error_body(answer, 401).await["error_code"], "unauthenticated", "{path}");
+    }
+    assert_eq!(svc.get(&metrics_token, "/metrics").await.status(), 200);
+    svc.stop().await;
+}
+
+on_both_databases!(every_guarded_operation_refuses_whom_it_must, the_metrics_token_opens_no_guarded_operation);
