@@ -162,7 +162,7 @@ impl ErpClient {
 
     /// `GET /<model>/id/{id}`: the record, or `None` when the ERP has no such record.
     pub async fn get(&self, model: &str, id: &str) -> Result<Option<Value>, UpstreamError> {
-        let path = format!("{model}/id/{}", encode(id));
+        let path = record_path(model, id)?;
         retry_read(|| self.call(Method::GET, &path, &[], None)).await
     }
 
@@ -176,7 +176,7 @@ impl ErpClient {
     /// `PUT /<model>/id/{id}?ignoreMissingProperties=true`: a partial update; with `version`
     /// in `fields` the ERP refuses a stale one with 409.
     pub async fn update_partial(&self, model: &str, id: &str, fields: &Value) -> Result<Value, UpstreamError> {
-        let path = format!("{model}/id/{}", encode(id));
+        let path = record_path(model, id)?;
         let query = [("ignoreMissingProperties".to_string(), "true".to_string())];
         retry_throttled(|| self.call(Method::PUT, &path, &query, Some(fields)))
             .await?
@@ -186,14 +186,23 @@ impl ErpClient {
     /// `DELETE /<model>/id/{id}`: `true` when deleted, `false` when the ERP had no such record
     /// (someone else deleted it: the outcome is the same).
     pub async fn delete(&self, model: &str, id: &str) -> Result<bool, UpstreamError> {
-        let path = format!("{model}/id/{}", encode(id));
+        let path = record_path(model, id)?;
         Ok(retry_throttled(|| self.call(Method::DELETE, &path, &[], None)).await?.is_some())
     }
 }
 
-/// An id as one path segment.
-fn encode(id: &str) -> String {
-    url::form_urlencoded::byte_serialize(id.as_bytes()).collect()
+/// What a record id keeps as it is in a path segment: RFC 3986's unreserved characters.
+const SEGMENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// `<model>/id/<id>`, the id one percent-encoded segment. Ids also come from the ERP's own
+/// answers (its webhook list), unchecked: `.` and `..` (which `Url::parse` resolves, encoded
+/// or not) would name another resource and an empty id the list, so they are refused.
+fn record_path(model: &str, id: &str) -> Result<String, UpstreamError> {
+    if matches!(id, "" | "." | "..") {
+        return Err(UpstreamError::Client { system: SYSTEM, detail: format!("{id:?} is not a record id") });
+    }
+    Ok(format!("{model}/id/{}", percent_encoding::utf8_percent_encode(id, SEGMENT)))
 }
 
 #[cfg(test)]
@@ -225,5 +234,33 @@ mod tests {
         assert_eq!(id_of(&json!({"id": "42"})).as_deref(), Some("42"));
         assert_eq!(id_of(&json!({"id": 42})).as_deref(), Some("42"));
         assert_eq!(id_of(&json!({"id": ""})), None);
+    }
+
+    /// The URL a call for record `id` of `customer` goes to.
+    fn record_url(id: &str) -> Option<Url> {
+        let root = Url::parse("http://erp.test/webapp/api/v1/").unwrap();
+        let client =
+            ErpClient { http: reqwest::Client::new(), root, api_key: "k".into(), metrics: CallRecorder::default() };
+        record_path("customer", id).ok().map(|path| client.url(&path, &[]).unwrap())
+    }
+
+    #[test]
+    fn a_record_id_stays_one_segment_of_its_own_path() {
+        let path = |id: &str| record_url(id).map(|url| url.path().to_string());
+        assert_eq!(path("12").as_deref(), Some("/webapp/api/v1/customer/id/12"));
+        assert_eq!(path("a b").as_deref(), Some("/webapp/api/v1/customer/id/a%20b"), "`+` is a plus in a path");
+        assert_eq!(path("x/../y?z#w").as_deref(), Some("/webapp/api/v1/customer/id/x%2F..%2Fy%3Fz%23w"));
+        assert_eq!(path("...").as_deref(), Some("/webapp/api/v1/customer/id/..."));
+        // Dots alone would name another resource (`customer/` itself, or the id route), and
+        // an empty id the list: such an id is refused, not sent.
+        for id in ["", ".", "..", "%2e%2e"] {
+            let sent = path(id);
+            assert!(
+                sent.as_ref().is_none_or(|p| p.starts_with("/webapp/api/v1/customer/id/")
+                    && p.len() > 27
+                    && !p.ends_with("/id/")),
+                "{id:?} went to {sent:?}"
+            );
+        }
     }
 }

@@ -22,6 +22,7 @@ mod injection;
 mod log_lines;
 mod neighbours;
 mod nul;
+mod scopes;
 mod stored;
 mod traversal;
 
