@@ -127,6 +127,9 @@ pub(super) struct ReadPage {
     /// Whether no keyed record is stamped before the one before it: the page is in key order
     /// but for the Ids of records that share a stamp (see [`last_stamp_in_id_order`]).
     pub(super) in_key_order: bool,
+    /// The Id and `DateModified` of each record with both: what a sync checks against the
+    /// server's count (see `sync/verify.rs`).
+    pub(super) stamped: Vec<(String, Stamp)>,
 }
 
 /// Reads the head of each of a page's records (see [`RecordHead`]).
@@ -139,6 +142,7 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
         newest: None,
         last_key: None,
         in_key_order: true,
+        stamped: Vec::new(),
     };
     for mut document in page.records {
         // `Id` a string and `Version` an integer, however the upstream wrote them (see
@@ -165,6 +169,9 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
                         read.in_key_order = false;
                     }
                     read.last_key = Some((modified.clone(), number));
+                }
+                if let Some(modified) = &modified {
+                    read.stamped.push((id.clone(), modified.clone()));
                 }
                 let version = head.version.as_ref().and_then(json_integer).unwrap_or(0);
                 let external_id = external_id(head.external_id.as_ref());

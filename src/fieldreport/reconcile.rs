@@ -114,7 +114,7 @@ impl FieldReportService {
     /// as a sync does (a local change waiting for a push is kept); how many were stored anew or
     /// changed, and the Ids of those the upstream sent. A record the upstream no longer has by the time it is asked for is skipped
     /// (asked for once more when it shared a short answer with records that came).
-    async fn fetch_by_id(
+    pub(super) async fn fetch_by_id(
         &self,
         info: &'static EntityInfo,
         owner: &str,

@@ -1,4 +1,5 @@
-//! The Ids and versions of a set as a reconciling reads them (`$select=Id,Version`), in key
+//! The Ids and versions of a set as a reconciling reads them (`$select=Id,Version`), or of the
+//! records of a `$filter` as a sync checks what it read (`sync/verify.rs`), in key
 //! windows (`Id gt <last>`, never `$skip`, so that a record deleted meanwhile cannot shift
 //! another out of sight), each checked against the server's count.
 //!
@@ -45,13 +46,13 @@ struct Range {
 impl Range {
     const ALL: Range = Range { lo: i64::MIN as i128 - 1, hi: i64::MAX as i128 };
 
-    fn filter(&self) -> Option<String> {
+    /// The `$filter` of the Ids of the range among the records `within` holds (all without).
+    fn filter(&self, within: Option<&str>) -> Option<String> {
         let above = (self.lo >= i64::MIN as i128).then(|| format!("Id gt {}L", self.lo));
         let to = (self.hi < i64::MAX as i128).then(|| format!("Id le {}L", self.hi));
-        match (above, to) {
-            (Some(above), Some(to)) => Some(format!("{above} and {to}")),
-            (above, to) => above.or(to),
-        }
+        let within = within.map(|within| format!("({within})"));
+        let terms: Vec<String> = [within, above, to].into_iter().flatten().collect();
+        (!terms.is_empty()).then(|| terms.join(" and "))
     }
 
     fn holds(&self, id: i64) -> bool {
@@ -81,13 +82,25 @@ impl FieldReportService {
     /// Every Id the field-report system has in the set, with its version (see the module's
     /// description); the lease is renewed with every request.
     pub(super) async fn upstream_ids(&self, info: &EntityInfo, owner: &str) -> Result<UpstreamIds, FieldReportError> {
+        self.upstream_ids_within(info, owner, None).await
+    }
+
+    /// The Ids of the records the `$filter` `within` holds (every one without), with their
+    /// versions, read as [`Self::upstream_ids`] reads them: a sync checks with it what it read
+    /// in key order.
+    pub(super) async fn upstream_ids_within(
+        &self,
+        info: &EntityInfo,
+        owner: &str,
+        within: Option<&str>,
+    ) -> Result<UpstreamIds, FieldReportError> {
         let mut read = UpstreamIds::default();
         let mut ranges = vec![Range::ALL];
         while let Some(range) = ranges.pop() {
-            let listed = self.list_ids(info, owner, &range, &mut read.versions).await?;
+            let listed = self.list_ids(info, owner, &range, within, &mut read.versions).await?;
             let Some(&highest) = listed.last() else {
                 // The end of the range, if the server counts none in it.
-                match self.count_ids(info, &range, &mut read).await? {
+                match self.count_ids(info, &range, within, &mut read).await? {
                     Some(counted) if counted > 0 && range.hi == range.lo + 1 => {
                         read.counted_unlisted.push(range.hi.to_string());
                     }
@@ -100,7 +113,11 @@ impl FieldReportService {
                 ranges.push(Range { lo: i128::from(highest), hi: range.hi });
             }
             let window = Range { lo: range.lo, hi: i128::from(highest) };
-            if self.count_ids(info, &window, &mut read).await?.is_some_and(|counted| counted > listed.len() as u64) {
+            if self
+                .count_ids(info, &window, within, &mut read)
+                .await?
+                .is_some_and(|counted| counted > listed.len() as u64)
+            {
                 ranges.extend(window.halves(&listed));
             }
         }
@@ -114,6 +131,7 @@ impl FieldReportService {
         info: &EntityInfo,
         owner: &str,
         range: &Range,
+        within: Option<&str>,
         versions: &mut HashMap<String, i64>,
     ) -> Result<Vec<i64>, FieldReportError> {
         self.check_stop()?;
@@ -122,7 +140,7 @@ impl FieldReportService {
             return Err(FieldReportError::Conflict(format!("the sync lease of {} was lost", info.route)));
         }
         let mut params = vec![("$select", "Id,Version".to_string()), ("$orderby", "Id".to_string())];
-        params.extend(range.filter().map(|filter| ("$filter", filter)));
+        params.extend(range.filter(within).map(|filter| ("$filter", filter)));
         params.push(("$top", WINDOW.to_string()));
         let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(params).finish();
         // An empty page with a next link is no end of the set (see `page_with_records`): the
@@ -146,7 +164,7 @@ impl FieldReportService {
             versions.insert(id, value.get("Version").and_then(json_integer).unwrap_or(0));
         }
         if listed.is_empty() && !page.records.is_empty() {
-            let filter = range.filter().unwrap_or_default();
+            let filter = range.filter(within).unwrap_or_default();
             return Err(malformed(format!("{} answered `{filter}` with no Id it holds", info.set)));
         }
         listed.sort_unstable();
@@ -160,19 +178,29 @@ impl FieldReportService {
         &self,
         info: &EntityInfo,
         range: &Range,
+        within: Option<&str>,
         read: &mut UpstreamIds,
     ) -> Result<Option<u64>, FieldReportError> {
         if read.unverified {
             return Ok(None);
         }
-        match self.client()?.count(info.set, range.filter().as_deref()).await {
+        let counted = self.count_records(info, range.filter(within).as_deref()).await?;
+        read.unverified = counted.is_none();
+        Ok(counted)
+    }
+
+    /// How many records of the set `filter` holds (all without), as the server counts them;
+    /// `None` for a server that cannot count.
+    pub(super) async fn count_records(
+        &self,
+        info: &EntityInfo,
+        filter: Option<&str>,
+    ) -> Result<Option<u64>, FieldReportError> {
+        match self.client()?.count(info.set, filter).await {
             Ok(counted) => Ok(Some(counted)),
             // Refused (after the retries of a transient failure) or no number: a server that
             // does not count, which fails no reconciling.
-            Err(UpstreamError::Refused { .. } | UpstreamError::Malformed { .. }) => {
-                read.unverified = true;
-                Ok(None)
-            }
+            Err(UpstreamError::Refused { .. } | UpstreamError::Malformed { .. }) => Ok(None),
             Err(other) => Err(other.into()),
         }
     }
@@ -184,10 +212,12 @@ mod tests {
 
     #[test]
     fn ranges_are_asked_with_the_bounds_they_have() {
-        assert_eq!(Range::ALL.filter(), None);
-        assert_eq!(Range { lo: 5, hi: Range::ALL.hi }.filter().unwrap(), "Id gt 5L");
-        assert_eq!(Range { lo: Range::ALL.lo, hi: 9 }.filter().unwrap(), "Id le 9L");
-        assert_eq!(Range { lo: 5, hi: 9 }.filter().unwrap(), "Id gt 5L and Id le 9L");
+        assert_eq!(Range::ALL.filter(None), None);
+        assert_eq!(Range { lo: 5, hi: Range::ALL.hi }.filter(None).unwrap(), "Id gt 5L");
+        assert_eq!(Range { lo: Range::ALL.lo, hi: 9 }.filter(None).unwrap(), "Id le 9L");
+        assert_eq!(Range { lo: 5, hi: 9 }.filter(None).unwrap(), "Id gt 5L and Id le 9L");
+        assert_eq!(Range::ALL.filter(Some("A or B")).unwrap(), "(A or B)");
+        assert_eq!(Range { lo: 5, hi: 9 }.filter(Some("A")).unwrap(), "(A) and Id gt 5L and Id le 9L");
         assert!(Range { lo: 5, hi: 9 }.holds(9) && !Range { lo: 5, hi: 9 }.holds(5));
         assert!(Range::ALL.holds(i64::MIN) && Range::ALL.holds(i64::MAX));
     }

@@ -13809,10 +13809,16 @@ pub mod types {
         ///With `reconcile`: what the reconciling that followed the sync removed and kept.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub reconcile: ::std::option::Option<ReconcileReport>,
+        ///Records the paging in key order skipped (a server ignoring `$orderby`), told by the server's count and fetched by Id, that were stored anew or changed.
+        #[serde(default)]
+        pub recovered: i64,
         pub seconds: f64,
         ///Records without an `Id`, skipped.
         pub skipped: i64,
         pub unchanged: i64,
+        ///The field-report system could not count its records (`<Set>/$count` refused): what the sync read was not checked against its count, and records a server ignoring `$orderby` skipped may have been missed (a reconciling finds them).
+        #[serde(default)]
+        pub unverified: bool,
         pub updated: i64,
     }
     impl SyncReport {
@@ -42778,9 +42784,11 @@ pub mod types {
                 ::std::option::Option<super::ReconcileReport>,
                 ::std::string::String,
             >,
+            recovered: ::std::result::Result<i64, ::std::string::String>,
             seconds: ::std::result::Result<f64, ::std::string::String>,
             skipped: ::std::result::Result<i64, ::std::string::String>,
             unchanged: ::std::result::Result<i64, ::std::string::String>,
+            unverified: ::std::result::Result<bool, ::std::string::String>,
             updated: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for SyncReport {
@@ -42793,9 +42801,11 @@ pub mod types {
                     inserted: Err("no value supplied for inserted".to_string()),
                     pages: Err("no value supplied for pages".to_string()),
                     reconcile: Ok(Default::default()),
+                    recovered: Ok(Default::default()),
                     seconds: Err("no value supplied for seconds".to_string()),
                     skipped: Err("no value supplied for skipped".to_string()),
                     unchanged: Err("no value supplied for unchanged".to_string()),
+                    unverified: Ok(Default::default()),
                     updated: Err("no value supplied for updated".to_string()),
                 }
             }
@@ -42887,6 +42897,18 @@ pub mod types {
                     });
                 self
             }
+            pub fn recovered<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<i64>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.recovered = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for recovered: {e}")
+                    });
+                self
+            }
             pub fn seconds<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<f64>,
@@ -42923,6 +42945,18 @@ pub mod types {
                     });
                 self
             }
+            pub fn unverified<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.unverified = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for unverified: {e}")
+                    });
+                self
+            }
             pub fn updated<T>(mut self, value: T) -> Self
             where
                 T: ::std::convert::TryInto<i64>,
@@ -42949,9 +42983,11 @@ pub mod types {
                     inserted: value.inserted?,
                     pages: value.pages?,
                     reconcile: value.reconcile?,
+                    recovered: value.recovered?,
                     seconds: value.seconds?,
                     skipped: value.skipped?,
                     unchanged: value.unchanged?,
+                    unverified: value.unverified?,
                     updated: value.updated?,
                 })
             }
@@ -42966,9 +43002,11 @@ pub mod types {
                     inserted: Ok(value.inserted),
                     pages: Ok(value.pages),
                     reconcile: Ok(value.reconcile),
+                    recovered: Ok(value.recovered),
                     seconds: Ok(value.seconds),
                     skipped: Ok(value.skipped),
                     unchanged: Ok(value.unchanged),
+                    unverified: Ok(value.unverified),
                     updated: Ok(value.updated),
                 }
             }

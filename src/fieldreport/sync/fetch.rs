@@ -3,7 +3,7 @@
 use generated::fieldreport::EntityInfo;
 use tokio::sync::mpsc;
 
-use super::query::{From, Literal, query};
+use super::query::{From, Literal, StampedField, query};
 use crate::fieldreport::page::{
     Key, ReadPage, last_in_id_order, last_key, last_stamp_in_id_order, last_unmodified_key, read_page,
 };
@@ -21,14 +21,16 @@ use crate::upstream::{System, UpstreamError};
 /// Only the last keyed record of a page is read here, so that the next query is on its way
 /// while [`read_pages`] reads the page (which checks that the key was the page's greatest).
 /// Stops at the first failure (sent as the last item) or when nobody takes pages any more.
+/// Returns the form of `DateModified` literals the server took (see [`Literal`]).
 pub(super) async fn fetch_pages(
     client: FieldReportClient,
     info: &'static EntityInfo,
     mut from: From,
     pages: mpsc::Sender<Result<(ODataPage, Option<Key>), UpstreamError>>,
-) {
+) -> Literal {
     // The form of each stamped field's literals, and whether another was tried for it.
     let mut forms = [(Literal::DESCRIBED, false); 2];
+    let taken = |forms: &[(Literal, bool); 2]| forms[StampedField::DateModified as usize].0;
     loop {
         let (literal, tried) = &mut forms[from.stamped_field() as usize];
         let mut answer = client.page_with_records(info.set, &query(info, &from, *literal)).await;
@@ -81,7 +83,7 @@ pub(super) async fn fetch_pages(
             Ok((page, _)) if page.records.is_empty() => match &from {
                 From::Unmodified { .. } => Some(from.modified()),
                 From::Tie { until, .. } => Some(From::Since(until.clone())),
-                _ => return,
+                _ => return taken(&forms),
             },
             // The records of the page's last stamp that are still to come may have any Id.
             Ok((page, Some(key))) if !by_id && (!from.precedes(key) || !last_stamp_in_id_order(page, key)) => {
@@ -94,11 +96,11 @@ pub(super) async fn fetch_pages(
         // `read_pages` checks: their order was checked here.
         let page = page.map(|(page, last)| (page, if by_id { None } else { last }));
         if !page.as_ref().is_ok_and(|(page, _)| page.records.is_empty()) && pages.send(page).await.is_err() {
-            return;
+            return taken(&forms);
         }
         match next {
             Some(next) => from = next,
-            None => return,
+            None => return taken(&forms),
         }
     }
 }
@@ -141,25 +143,28 @@ pub(super) fn malformed(info: &EntityInfo, what: String) -> UpstreamError {
 }
 
 /// The tasks that fetch and read a sync's pages; stopped when dropped (with the sync).
-pub(super) struct Fetching(pub(super) Vec<tokio::task::JoinHandle<()>>);
+pub(super) struct Fetching {
+    pub(super) fetch: tokio::task::JoinHandle<Literal>,
+    pub(super) read: tokio::task::JoinHandle<()>,
+}
 
 impl Fetching {
     /// Whether the tasks ended as they should, after their last page or failure: a task that
-    /// panicked sent neither, and its pages would look like the whole of them.
-    pub(super) async fn ended(mut self) -> Result<(), FieldReportError> {
-        for task in &mut self.0 {
-            task.await.map_err(|e| {
-                FieldReportError::Internal(format!("fetching the pages of a sync ended abnormally: {e}"))
-            })?;
-        }
-        Ok(())
+    /// panicked sent neither, and its pages would look like the whole of them. The form of
+    /// `DateModified` literals the server took.
+    pub(super) async fn ended(mut self) -> Result<Literal, FieldReportError> {
+        let abnormal = |e: tokio::task::JoinError| {
+            FieldReportError::Internal(format!("fetching the pages of a sync ended abnormally: {e}"))
+        };
+        let literal = (&mut self.fetch).await.map_err(abnormal)?;
+        (&mut self.read).await.map_err(abnormal)?;
+        Ok(literal)
     }
 }
 
 impl Drop for Fetching {
     fn drop(&mut self) {
-        for task in &self.0 {
-            task.abort();
-        }
+        self.fetch.abort();
+        self.read.abort();
     }
 }

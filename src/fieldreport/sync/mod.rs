@@ -5,7 +5,8 @@
 //! `FIELDREPORT_SYNC_OVERLAP_SECONDS`), with the set's expand relations, in key order
 //! (`DateModified`, then `Id`); the records never modified (no `DateModified`) first, by Id,
 //! those created since the same window (every one on the set's first sync). Each request continues after the greatest key read so far,
-//! never from a position, until one answers no record (see [`fetch::fetch_pages`]). Pages are fetched a
+//! never from a position, until one answers no record (see [`fetch::fetch_pages`]); what it
+//! read is then checked against the server's count (see [`verify`]). Pages are fetched a
 //! few ahead of the ones being stored; the pages that arrived meanwhile are stored together
 //! in one transaction without forwarding (two such batches at once, a record never in two;
 //! see [`crate::store::Store::mirror_upsert_page`]), their records as the upstream sent
@@ -30,11 +31,13 @@ mod query;
 mod report;
 #[cfg(test)]
 mod tests;
+mod verify;
 mod writes;
 
 use self::fetch::{Fetching, fetch_pages, read_pages};
 use self::query::start;
 pub use self::report::SyncReport;
+use self::verify::ReadSince;
 use self::writes::Writes;
 
 /// Pages fetched ahead of the ones being stored: enough to fill a batch while the writes in
@@ -168,15 +171,18 @@ impl FieldReportService {
         let (sender, fetched) = mpsc::channel(PAGES_AHEAD);
         let (read, mut pages) = mpsc::channel(PAGES_AHEAD);
         let from = start(previous.as_deref(), self.sync_overlap());
-        let fetch = Fetching(vec![
-            tokio::spawn(fetch_pages(client.clone(), info, from, sender)),
-            tokio::spawn(read_pages(info, fetched, read)),
-        ]);
+        let mut read_since = ReadSince::new(from.modified());
+        let fetch = Fetching {
+            fetch: tokio::spawn(fetch_pages(client.clone(), info, from, sender)),
+            read: tokio::spawn(read_pages(info, fetched, read)),
+        };
         let mut report = SyncReport { entity: info.route.to_string(), cursor: previous.clone(), ..Default::default() };
         let report_progress = |report: &mut SyncReport| {
             report.seconds = started.elapsed().as_secs_f64();
             progress(report);
         };
+        let reading = &mut read_since;
+        let deleted = &deleted_here;
         let store_pages = async move {
             let mut writes = Writes::default();
             loop {
@@ -220,8 +226,11 @@ impl FieldReportService {
                     {
                         report.cursor = Some(newest.text().to_string());
                     }
+                    for (id, modified) in &page.stamped {
+                        reading.add(id, modified);
+                    }
                     let before = records.len() + page.records.len();
-                    records.extend(page.records.into_iter().filter(|record| !deleted_here.contains(&record.id)));
+                    records.extend(page.records.into_iter().filter(|record| !deleted.contains(&record.id)));
                     report.deleted_here += (before - records.len()) as u64;
                 }
                 // A record written again waits for its earlier write, so that the newer copy
@@ -265,11 +274,13 @@ impl FieldReportService {
         };
         // Storing ends the sync: on its own failure or a lost lease at once (the fetching is
         // stopped), else once the fetching has sent its last page or its failure.
-        let report = tokio::select! {
+        let mut report = tokio::select! {
             report = store_pages => report?,
             lost = renew_lease => return Err(lost),
         };
-        fetch.ended().await?;
+        let literal = fetch.ended().await?;
+        // Before the cursor is recorded: a sync that fails here records none.
+        self.verify_sync(info, owner, read_since, literal, &deleted_here, &mut report).await?;
         Ok(report)
     }
 }

@@ -23,6 +23,15 @@ pub struct SyncReport {
     pub seconds: f64,
     /// The newest `DateModified` now synced.
     pub cursor: Option<String>,
+    /// Records the paging in key order skipped (a server ignoring `$orderby`), told by the
+    /// server's count and fetched by Id, that were stored anew or changed.
+    #[serde(default)]
+    pub recovered: u64,
+    /// The field-report system could not count its records (`<Set>/$count` refused): what the
+    /// sync read was not checked against its count, and records a server ignoring `$orderby`
+    /// skipped may have been missed (a reconciling finds them).
+    #[serde(default)]
+    pub unverified: bool,
     /// With `reconcile`: what the reconciling that followed the sync removed and kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reconcile: Option<crate::fieldreport::reconcile_report::ReconcileReport>,

@@ -37,20 +37,27 @@ async fn writes_in_flight_know_their_records() {
 /// that sent its last page.
 #[tokio::test]
 async fn a_fetching_that_panicked_is_an_error_of_the_sync() {
-    let panicked = Fetching(vec![tokio::spawn(async { panic!("a fault of the fetching") })]);
+    let fetched = || tokio::spawn(async { Literal(None) });
+    let panicked = Fetching { fetch: fetched(), read: tokio::spawn(async { panic!("a fault of the reading") }) };
     let ended = panicked.ended().await;
     assert!(matches!(ended, Err(FieldReportError::Internal(ref m)) if m.contains("abnormally")), "{ended:?}");
-    assert!(Fetching(vec![tokio::spawn(async {})]).ended().await.is_ok());
+    let panicked =
+        Fetching { fetch: tokio::spawn(async { panic!("a fault of the fetching") }), read: tokio::spawn(async {}) };
+    assert!(panicked.ended().await.is_err());
+    assert_eq!(Fetching { fetch: fetched(), read: tokio::spawn(async {}) }.ended().await.unwrap(), Literal(None));
 }
 
 /// Dropped with its sync, the fetching stops: it no longer holds the pages' sender.
 #[tokio::test]
 async fn a_dropped_fetching_stops() {
     let (sender, mut pages) = mpsc::channel::<()>(1);
-    let fetching = Fetching(vec![tokio::spawn(async move {
-        let _sender = sender;
-        std::future::pending::<()>().await;
-    })]);
+    let fetching = Fetching {
+        fetch: tokio::spawn(async move {
+            let _sender = sender;
+            std::future::pending::<Literal>().await
+        }),
+        read: tokio::spawn(async {}),
+    };
     drop(fetching);
     assert!(pages.recv().await.is_none(), "the task was stopped and its sender dropped");
 }

@@ -325,7 +325,50 @@ async fn a_server_ignoring_the_id_order_that_cannot_count_is_reported(db: Db) {
     svc.stop().await;
 }
 
+/// A server that ignores `$orderby` and lists in its rows' written order, ten a page: thirty
+/// records changed after the last sync, those written first listed last. Each page is in key
+/// order, so the sync went on from its last key (`DateModified gt 00:01:19 or …`) and never
+/// asked again for the ten changed records stamped before it. The server's count of the
+/// records stamped since the overlap up to the newest read tells of them; the mirror ends
+/// equal to the server.
+async fn a_server_ignoring_the_key_order_loses_no_change_to_a_sync(db: Db) {
+    let fake = Fake::seeded(50, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    for n in 0..30 {
+        fake.put(1001 + n, 2, &format!("2026-01-01T00:01:{n:02}"));
+    }
+    *fake.heap_order.lock().unwrap() = Some((1011..=1030).chain(1001..=1010).collect());
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    assert_eq!(
+        (next["data"][0]["recovered"].clone(), next["data"][0]["unverified"].clone()),
+        (json!(10), json!(false))
+    );
+    let (status, again) = sync(&svc, &token, "").await;
+    assert_eq!((status, again["data"][0]["recovered"].clone()), (200, json!(0)), "{again}");
+    svc.stop().await;
+}
+
+/// The same server, unable to count: the sync pages as before, and its report says that what
+/// it read was not checked against the server's count.
+async fn a_sync_of_a_server_that_cannot_count_is_reported_unverified(db: Db) {
+    let fake = Fake::seeded(50, "");
+    fake.uncounted.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    fake.put(1001, 2, "2026-01-01T00:01:00");
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!((next["data"][0]["updated"].clone(), next["data"][0]["unverified"].clone()), (json!(1), json!(true)));
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_server_ignoring_the_key_order_loses_no_change_to_a_sync,
+    a_sync_of_a_server_that_cannot_count_is_reported_unverified,
     a_server_ignoring_the_id_order_is_reconciled_whole,
     a_server_ignoring_the_id_order_that_cannot_count_is_reported,
     stamps_of_odata_v2_json_are_asked_as_instants,
