@@ -6535,6 +6535,12 @@ export interface components {
             pages: number;
             /** @description With `reconcile`: what the reconciling that followed the sync removed and kept. */
             reconcile?: components["schemas"]["ReconcileReport"] | null;
+            /**
+             * Format: int64
+             * @description Records the paging in key order skipped (a server ignoring `$orderby`), told by the server's count and fetched by Id, that were stored anew or changed.
+             * @default 0
+             */
+            recovered?: number;
             /** Format: double */
             seconds: number;
             /**
@@ -6544,6 +6550,11 @@ export interface components {
             skipped: number;
             /** Format: int64 */
             unchanged: number;
+            /**
+             * @description The field-report system could not count its records (`<Set>/$count` refused): what the sync read was not checked against its count, and records a server ignoring `$orderby` skipped may have been missed (a reconciling finds them).
+             * @default false
+             */
+            unverified?: boolean;
             /** Format: int64 */
             updated: number;
         };
@@ -14680,9 +14691,11 @@ export interface operations {
                      *             "seconds": 12.5,
                      *             "upstream": 1
                      *           },
+                     *           "recovered": 1,
                      *           "seconds": 12.5,
                      *           "skipped": 1,
                      *           "unchanged": 1,
+                     *           "unverified": true,
                      *           "updated": 1
                      *         }
                      *       ]
@@ -14749,9 +14762,11 @@ export interface operations {
                      *             "seconds": 12.5,
                      *             "upstream": 1
                      *           },
+                     *           "recovered": 1,
                      *           "seconds": 12.5,
                      *           "skipped": 1,
                      *           "unchanged": 1,
+                     *           "unverified": true,
                      *           "updated": 1
                      *         }
                      *       ]
@@ -15498,9 +15513,11 @@ export interface operations {
                      *             "seconds": 12.5,
                      *             "upstream": 1
                      *           },
+                     *           "recovered": 1,
                      *           "seconds": 12.5,
                      *           "skipped": 1,
                      *           "unchanged": 1,
+                     *           "unverified": true,
                      *           "updated": 1
                      *         }
                      *       ]
@@ -15570,9 +15587,11 @@ export interface operations {
                      *             "seconds": 12.5,
                      *             "upstream": 1
                      *           },
+                     *           "recovered": 1,
                      *           "seconds": 12.5,
                      *           "skipped": 1,
                      *           "unchanged": 1,
+                     *           "unverified": true,
                      *           "updated": 1
                      *         }
                      *       ]
