@@ -10,7 +10,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::mirror;
-use super::write_fake::{Updated, WriteFake, start};
+use super::write_fake::{Created, Updated, WriteFake, start};
 
 /// The domain service as internal writers (ERP webhooks) use it: writes without forwarding.
 fn internal_writer(svc: &TestService) -> FieldReportService {
@@ -54,4 +54,24 @@ async fn pushed_writes_take_the_record_the_server_answered(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(pushed_writes_take_the_record_the_server_answered,);
+/// The same server answering a create `204` with only the new record's address: the record
+/// takes the Id of the address, and the Version the server assigned, read back.
+async fn a_pushed_create_answered_with_only_an_address_takes_the_servers_version(db: Db) {
+    let fake = WriteFake::new();
+    *fake.first_version.lock().unwrap() = Some(1);
+    *fake.created.lock().unwrap() = Created::NoContent;
+    let (svc, token) = start(db, &fake).await;
+    let companies = generated::fieldreport::by_route("companies").unwrap();
+    let record = json!({"Id": "local", "Version": 5, "Name": "Acme"});
+    internal_writer(&svc).create_pending(companies, record).await.unwrap();
+    push(&svc, &token, "create").await;
+    assert_eq!(mirror(&svc).await, fake.versions());
+    update_through_the_api(&svc, &token, "by hand").await;
+    assert_eq!(mirror(&svc).await, fake.versions());
+    svc.stop().await;
+}
+
+on_both_databases!(
+    pushed_writes_take_the_record_the_server_answered,
+    a_pushed_create_answered_with_only_an_address_takes_the_servers_version,
+);
