@@ -160,9 +160,11 @@ impl FieldReportService {
         Ok(report)
     }
 
-    /// Marks a record pushed as `sent` (a created record takes the Id the upstream gave it). An
-    /// updated record that a local write changed while it was pushed (an ERP webhook) stays
-    /// pending with that write, given back for the next push, which sends it on top of this one.
+    /// Marks a record pushed as `sent` with what the upstream answered (a created record takes
+    /// the Id the upstream gave it; a server's own `Version` is the one the next update must
+    /// carry). An updated record that a local write changed while it was pushed (an ERP
+    /// webhook) stays pending with that write, given back for the next push, which sends it on
+    /// top of this one.
     async fn mark_pushed(
         &self,
         info: &EntityInfo,
@@ -179,6 +181,7 @@ impl FieldReportService {
             pushed.document["Id"] = Value::String(id.clone());
             pushed = MirrorRecord { id, ..pushed };
         }
+        let pushed = super::service::upstream::answered(pushed, upstream);
         let claimed_until = (kind == "update").then_some(claim.until);
         if !self.store().mirror_mark_pushed(info.route, old_id, &pushed, claimed_until).await? {
             self.store().mirror_release_push(info.route, old_id).await?;

@@ -25,7 +25,7 @@ use crate::vocabulary::json_integer::json_integer;
 use generated::fieldreport::SYSTEM_FIELDS;
 
 mod reads;
-mod upstream;
+pub(in crate::fieldreport) mod upstream;
 mod writes;
 pub const MAX_ID_LEN: usize = 255;
 pub const MAX_PER_PAGE: u32 = 500;

@@ -20,7 +20,7 @@ fn overlay(document: &mut Value, upstream: &Value) {
 /// it answered over those sent (a server may set some itself: `DateModified`, its own
 /// `Version`, which the next update must carry), at the `Version` answered (the one sent when
 /// it answered none), under the record's own Id.
-pub(super) fn answered(written: MirrorRecord, answer: &Value) -> MirrorRecord {
+pub(in crate::fieldreport) fn answered(written: MirrorRecord, answer: &Value) -> MirrorRecord {
     let mut document = written.document;
     overlay(&mut document, answer);
     let version = answer.get("Version").and_then(json_integer).unwrap_or(written.version);

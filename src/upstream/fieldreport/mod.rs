@@ -141,8 +141,24 @@ impl FieldReportClient {
     /// `POST <Set>`: the upstream's answer, with the Id it assigned. A server answering
     /// `return=minimal` (204, or a 201 without a body) names the new record only by its
     /// address (`OData-EntityId`, `Location`): its key is the Id. An answer that tells no Id
-    /// is unreadable: the create applied, under an Id not known here.
+    /// is unreadable: the create applied, under an Id not known here. A record named only by
+    /// its address is read back: the server may have set fields of its own (its `Version`,
+    /// which the next update must carry); the Id alone should that read fail.
     pub async fn create(&self, set: &str, record: &Value) -> Result<Value, UpstreamError> {
+        let answer = self.create_answer(set, record).await?;
+        let only_id = answer.as_object().filter(|fields| fields.len() == 1).and_then(|fields| fields.get("Id"));
+        let Some(id) = only_id.and_then(Value::as_str).map(str::to_string) else { return Ok(answer) };
+        match self.get(set, &id).await {
+            Ok(mut stored) if stored.is_object() => {
+                stored["Id"] = Value::String(id);
+                Ok(stored)
+            }
+            _ => Ok(answer),
+        }
+    }
+
+    /// The answer to `POST <Set>`, its Id taken from the address when the body has none.
+    async fn create_answer(&self, set: &str, record: &Value) -> Result<Value, UpstreamError> {
         self.call_read(Method::POST, set, Some(record), |Answer { text, address, .. }| {
             let mut answer = record_answer(&text)?;
             let has_id = answer.get("Id").is_some_and(|id| !id.is_null());

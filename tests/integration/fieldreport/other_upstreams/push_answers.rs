@@ -1,0 +1,77 @@
+//! Pushed writes (written here without forwarding, sent later by `post`) answered as a real
+//! OData server may answer them (see [`super::write_fake`]): the mirror takes what the server
+//! answered, as it does for a forwarded write, so the next update through the API is not
+//! refused as stale.
+
+use crate::common::{Api, Db, TestService};
+use integration_service::fieldreport::service::FieldReportService;
+use integration_service::upstream::{System, UpstreamError};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::mirror;
+use super::write_fake::{Created, Updated, WriteFake, start};
+
+/// The domain service as internal writers (ERP webhooks) use it: writes without forwarding.
+fn internal_writer(svc: &TestService) -> FieldReportService {
+    let unused = UpstreamError::Client { system: System::FieldReport, detail: "internal writes".to_string() };
+    FieldReportService::new(svc.store().clone(), Err(unused))
+}
+
+/// Pushes the pending writes of `kind` of the companies: one pushed, none failed.
+async fn push(svc: &TestService, token: &str, kind: &str) {
+    let pushed: Value = svc.get_json(token, &format!("/api/v1/fieldreport/post/2/{kind}/companies")).await;
+    assert_eq!((&pushed["data"][0]["pushed"], &pushed["data"][0]["failed"]), (&json!(1), &json!(0)), "{pushed}");
+}
+
+/// The only company of the mirror, updated through the API: answered 200.
+async fn update_through_the_api(svc: &TestService, token: &str, name: &str) {
+    let id = mirror(svc).await.into_keys().next().unwrap();
+    let path = format!("/api/v1/fieldreport/companies/{id}");
+    let updated = svc.call(token, Method::PATCH, &path, Some(json!({"Name": name}))).await;
+    assert_eq!(updated.status(), 200, "{name}: {}", updated.text().await.unwrap());
+}
+
+/// A server that assigns a created record's `Version` and sets its own on every update,
+/// answering each with the record: a pushed create kept the Version sent, a pushed update the
+/// one it sent, and the next update through the API was refused as stale.
+async fn pushed_writes_take_the_record_the_server_answered(db: Db) {
+    let fake = WriteFake::new();
+    *fake.first_version.lock().unwrap() = Some(1);
+    *fake.updated.lock().unwrap() = Updated::Record;
+    let (svc, token) = start(db, &fake).await;
+    let writer = internal_writer(&svc);
+    let companies = generated::fieldreport::by_route("companies").unwrap();
+    writer.create_pending(companies, json!({"Id": "local", "Version": 5, "Name": "Acme"})).await.unwrap();
+    push(&svc, &token, "create").await;
+    assert_eq!(mirror(&svc).await, fake.versions(), "after the create");
+    let id = mirror(&svc).await.into_keys().next().unwrap();
+    writer.update_pending(companies, &id, json!({"Name": "from the ERP"})).await.unwrap();
+    push(&svc, &token, "update").await;
+    assert_eq!(mirror(&svc).await, fake.versions(), "after the update");
+    update_through_the_api(&svc, &token, "by hand").await;
+    assert_eq!(mirror(&svc).await, fake.versions());
+    svc.stop().await;
+}
+
+/// The same server answering a create `204` with only the new record's address: the record
+/// takes the Id of the address, and the Version the server assigned, read back.
+async fn a_pushed_create_answered_with_only_an_address_takes_the_servers_version(db: Db) {
+    let fake = WriteFake::new();
+    *fake.first_version.lock().unwrap() = Some(1);
+    *fake.created.lock().unwrap() = Created::NoContent;
+    let (svc, token) = start(db, &fake).await;
+    let companies = generated::fieldreport::by_route("companies").unwrap();
+    let record = json!({"Id": "local", "Version": 5, "Name": "Acme"});
+    internal_writer(&svc).create_pending(companies, record).await.unwrap();
+    push(&svc, &token, "create").await;
+    assert_eq!(mirror(&svc).await, fake.versions());
+    update_through_the_api(&svc, &token, "by hand").await;
+    assert_eq!(mirror(&svc).await, fake.versions());
+    svc.stop().await;
+}
+
+on_both_databases!(
+    pushed_writes_take_the_record_the_server_answered,
+    a_pushed_create_answered_with_only_an_address_takes_the_servers_version,
+);
