@@ -14,7 +14,6 @@ use crate::store::StoreError;
 use crate::store::fieldreport::deletes::LocalDelete;
 use crate::store::fieldreport::records::MirrorRecord;
 use crate::vocabulary::field_errors::FieldErrors;
-use crate::vocabulary::json_integer::json_integer;
 
 /// An `ExternalId` given as text has at most [`MAX_ID_LEN`] characters, as an `Id`: it is
 /// indexed, and a Postgres index entry holds about 2,700 bytes, so a longer one failed the
@@ -123,14 +122,15 @@ impl FieldReportService {
         }
         let upstream = if forward { Some(self.create_upstream(entity, &body).await?) } else { None };
         let id = upstream.as_ref().and_then(|answer| answer.get("Id")).and_then(record_id).unwrap_or(requested_id);
-        // A server that assigns a new record's Version itself answers it (an Int64, maybe
-        // as text): the mirror keeps that one, else the next update would be stale.
-        let answered = upstream.as_ref().and_then(|answer| answer.get("Version")).and_then(json_integer);
-        let version = answered.unwrap_or(version);
         let mut document = body;
         document["Id"] = Value::String(id.clone());
         document["Version"] = Value::from(version);
-        let record = MirrorRecord { id, version, document };
+        let mut record = MirrorRecord { id, version, document };
+        // The server may set fields of a new record itself (its Version, which the next
+        // update must carry; `DateOfCreation`): the mirror keeps the record it answered.
+        if let Some(answer) = &upstream {
+            record = answered(record, answer);
+        }
         let pending = (!forward).then_some("create");
         self.store.mirror_insert(entity.route, &record, pending).await.map_err(|e| match e {
             StoreError::Duplicate(_) => {
