@@ -352,7 +352,11 @@ fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
     if !database.exists() {
         return Ok(None);
     }
-    ensure_unused(database)?;
+    in_use::ensure_unused(database).map_err(|refusal| match refusal {
+        in_use::Refusal::InUse => BackupError::InUse(database.to_path_buf()),
+        in_use::Refusal::Sqlite(error) => BackupError::Sqlite { path: database.to_path_buf(), error },
+        in_use::Refusal::File(error) => BackupError::File { path: database.to_path_buf(), error },
+    })?;
     let moved =
         free_name(beside(database, &format!(".before-restore-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"))));
     // The log first: a stop between the renames never leaves it beside the restored database.
@@ -370,25 +374,6 @@ fn set_aside(database: &Path) -> Result<Option<PathBuf>, BackupError> {
 fn free_name(path: PathBuf) -> PathBuf {
     let taken = |path: &Path| path.exists() || beside(path, "-wal").exists();
     (1..).map(|n| if n == 1 { path.clone() } else { beside(&path, &format!("-{n}")) }).find(|p| !taken(p)).unwrap()
-}
-
-/// Refuses when another connection has the database open: every connection of a WAL database
-/// holds a shared lock on its file, so the exclusive lock is refused at once (no busy wait).
-/// Closing this connection, the last one, also folds any log a crash left into the file.
-fn ensure_unused(database: &Path) -> Result<(), BackupError> {
-    let sqlite = |error| BackupError::Sqlite { path: database.to_path_buf(), error };
-    let connection = Connection::open_with_flags(database, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(sqlite)?;
-    connection.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(sqlite)?;
-    match connection.execute_batch("BEGIN EXCLUSIVE; COMMIT;") {
-        Ok(()) => {}
-        Err(rusqlite::Error::SqliteFailure(failure, _))
-            if matches!(failure.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
-        {
-            return Err(BackupError::InUse(database.to_path_buf()));
-        }
-        Err(source) => return Err(sqlite(source)),
-    }
-    connection.close().map_err(|(_, error)| sqlite(error))
 }
 
 /// `path` with `suffix` added to its file name.
@@ -477,6 +462,8 @@ fn rename(from: &Path, to: &Path) -> Result<(), BackupError> {
     }
     Ok(())
 }
+
+mod in_use;
 
 #[cfg(test)]
 mod tests;

@@ -237,3 +237,71 @@ async fn a_feed_that_cannot_be_read_is_replaced_and_said_not_carried() {
     store.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Overwrites the header of the database file open as `file` so that SQLite no longer reads
+/// it as one.
+fn damage(file: &mut std::fs::File) {
+    use std::io::Write;
+    file.write_all(b"damaged damaged damaged damaged!").unwrap();
+}
+
+fn for_writing(database: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new().write(true).open(database).unwrap()
+}
+
+/// A folder of its own with a database that no process has open, made from the backup `copy`.
+fn copied(copy: &Path) -> (PathBuf, DatabaseUrl, PathBuf) {
+    let (dir, url) = scratch();
+    let database = engine::sqlite_file(url.expose());
+    std::fs::copy(copy, &database).unwrap();
+    (dir, url, database)
+}
+
+/// A database SQLite can no longer read is what a restore is for: once no process has it
+/// open, it is set aside as it is and replaced.
+#[tokio::test]
+async fn a_database_sqlite_cannot_read_is_set_aside_and_replaced() {
+    let (dir, url, store) = store_with_a_user().await;
+    let copy = dir.join("copy.db");
+    backup(&url, &copy).unwrap();
+    store.close().await;
+    let (damaged_dir, damaged_url, database) = copied(&copy);
+    damage(&mut for_writing(&database));
+    let damaged = std::fs::read(&database).unwrap();
+
+    let restored = restore(&damaged_url, &copy).unwrap();
+    let set_aside = restored.set_aside.expect("the damaged database is kept");
+    assert_eq!(std::fs::read(&set_aside).unwrap(), damaged, "kept as it was");
+    assert!(restored.feed_not_carried.is_some());
+    let store = Store::open(&damaged_url).await.unwrap();
+    assert_eq!(user_emails(&store).await, ["before@example.com"]);
+    store.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&damaged_dir);
+}
+
+/// A process that has the database open keeps it from being replaced, even once SQLite can no
+/// longer read the file (a service that opened it before the damage still holds its lock).
+#[tokio::test]
+async fn a_database_sqlite_cannot_read_is_not_replaced_while_in_use() {
+    let (dir, url, store) = store_with_a_user().await;
+    let copy = dir.join("copy.db");
+    backup(&url, &copy).unwrap();
+    store.close().await;
+    let (damaged_dir, damaged_url, database) = copied(&copy);
+    // Open before the holder's locks and kept open: closing a file releases every lock this
+    // process holds on it, the holder's too (another process's, as a service's, stay).
+    let mut writer = for_writing(&database);
+    // Opened in WAL mode, as the service has it, before the damage, and held.
+    let holder = Connection::open(&database).unwrap();
+    holder.pragma_update(None, "journal_mode", "WAL").unwrap();
+    holder.query_row("SELECT count(*) FROM _sqlx_migrations", [], |row| row.get::<_, i64>(0)).unwrap();
+    damage(&mut writer);
+
+    let refused = restore(&damaged_url, &copy).unwrap_err();
+    assert!(matches!(refused, BackupError::InUse(_)), "{refused}");
+    assert!(std::fs::read(&database).unwrap().starts_with(b"damaged"), "left in place");
+    drop((holder, writer));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&damaged_dir);
+}
