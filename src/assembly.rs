@@ -29,13 +29,27 @@ use crate::upstream::leasing::LeasingClient;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AssemblyError {
-    #[error("database: {0}")]
-    Store(#[from] StoreError),
+    // The causes are in the messages and not `source`s: the command line prints an error with
+    // its sources, which would say them twice.
+    #[error("the database of DATABASE_URL: {0}")]
+    Store(StoreError),
     #[error("authentication: {0}")]
-    Auth(#[from] AuthError),
+    Auth(AuthError),
     /// A setting that names something unusable (a certificate, a storage or mail URL).
     #[error("{0}")]
     Unsupported(String),
+}
+
+impl From<StoreError> for AssemblyError {
+    fn from(error: StoreError) -> Self {
+        AssemblyError::Store(error)
+    }
+}
+
+impl From<AuthError> for AssemblyError {
+    fn from(error: AuthError) -> Self {
+        AssemblyError::Auth(error)
+    }
 }
 
 /// The services of one instance.

@@ -27,8 +27,9 @@ use crate::store::Store;
 pub enum StartError {
     #[error(transparent)]
     Services(#[from] AssemblyError),
-    #[error("cannot listen on {address}: {source}")]
-    Bind { address: SocketAddr, source: std::io::Error },
+    // The cause is in the message and not a `source`, which the command line would print again.
+    #[error("cannot listen on {address}: {error}")]
+    Bind { address: SocketAddr, error: std::io::Error },
     #[error("internal server: {0}")]
     Dropshot(String),
     #[error(transparent)]
@@ -140,9 +141,9 @@ pub async fn start(config: &Config, log: &Logger) -> Result<RunningService, Star
 
     let listener = TcpListener::bind(config.front.bind_address)
         .await
-        .map_err(|source| StartError::Bind { address: config.front.bind_address, source })?;
+        .map_err(|error| StartError::Bind { address: config.front.bind_address, error })?;
     let address =
-        listener.local_addr().map_err(|source| StartError::Bind { address: config.front.bind_address, source })?;
+        listener.local_addr().map_err(|error| StartError::Bind { address: config.front.bind_address, error })?;
     let dropshot_config = ConfigDropshot {
         bind_address: address,
         default_request_body_max_bytes: config.front.max_body_bytes,

@@ -41,3 +41,56 @@ async fn token_list_of_an_unknown_user_prints_only_its_error() {
     assert!(lines[0].starts_with("NAME\tABILITIES"), "{stdout}");
     assert!(lines[1].starts_with("n8n\t*\t"), "{stdout}");
 }
+
+/// A database the service cannot open stops the start with one line: the setting that names
+/// it and the cause, said once, and never the password of its URL.
+async fn a_database_that_cannot_be_opened_stops_the_start_naming_the_setting(db: Db) {
+    let (database_url, cause, password) = match db {
+        Db::Sqlite => {
+            let dir = std::env::temp_dir().join(format!("integration-service-unreadable-{}", uuid::Uuid::new_v4()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let file = dir.join("service.db");
+            std::fs::write(&file, [b'x'; 4096]).unwrap();
+            (format!("sqlite://{}", file.display()), "database unavailable", None)
+        }
+        Db::Postgres => {
+            let mut url = url::Url::parse(&std::env::var("TEST_POSTGRES_URL").unwrap()).unwrap();
+            url.set_path(&format!("/missing_{}", uuid::Uuid::new_v4().simple()));
+            if url.password().is_none() {
+                url.set_password(Some("a-password-of-the-test")).unwrap();
+            }
+            let password = url.password().map(str::to_string);
+            (url.to_string(), "does not exist", password)
+        }
+    };
+    let output = Binary::new(["serve", "--bind", "127.0.0.1:0"]).database(&database_url).output();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("DATABASE_URL"), "the setting is named: {stderr}");
+    assert_eq!(stderr.matches(cause).count(), 1, "the cause, once: {stderr}");
+    if let Some(password) = password {
+        assert!(!stderr.contains(&password), "{stderr}");
+    }
+}
+
+crate::on_both_databases!(a_database_that_cannot_be_opened_stops_the_start_naming_the_setting);
+
+/// An address taken by another process stops the start with one line naming it and the cause,
+/// once.
+#[test]
+fn an_address_in_use_stops_the_start_with_its_cause_once() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let dir = std::env::temp_dir().join(format!("integration-service-taken-{}", uuid::Uuid::new_v4()));
+    let database_url = format!("sqlite://{}/service.db", dir.display());
+    let output = Binary::new(["serve", "--bind", &address]).database(&database_url).output();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains(&format!("cannot listen on {address}")), "{stderr}");
+    assert_eq!(stderr.matches("Address already in use").count(), 1, "the cause, once: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
