@@ -7,6 +7,7 @@ mod cli;
 mod cli_output;
 mod crash;
 mod cursor_lists;
+mod dashboard_instances;
 mod database_outage;
 mod jobs;
 mod mail_smtp;
