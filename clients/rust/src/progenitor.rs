@@ -13714,7 +13714,9 @@ pub mod types {
         pub events: ::std::vec::Vec<::std::string::String>,
         ///Since when its deliveries fail (null once one succeeds).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub failing_since: ::std::option::Option<::std::string::String>,
+        pub failing_since: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub id: ::std::string::String,
         ///Until when the secret before the last rotation still signs.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -13764,7 +13766,9 @@ pub mod types {
         pub events: ::std::vec::Vec<::std::string::String>,
         ///Since when its deliveries fail (null once one succeeds).
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub failing_since: ::std::option::Option<::std::string::String>,
+        pub failing_since: ::std::option::Option<
+            ::chrono::DateTime<::chrono::offset::Utc>,
+        >,
         pub id: ::std::string::String,
         ///Until when the secret before the last rotation still signs.
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -42212,7 +42216,7 @@ pub mod types {
                 ::std::string::String,
             >,
             failing_since: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -42304,7 +42308,9 @@ pub mod types {
             }
             pub fn failing_since<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.failing_since = value
@@ -42522,7 +42528,7 @@ pub mod types {
                 ::std::string::String,
             >,
             failing_since: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<::std::string::String, ::std::string::String>,
@@ -42616,7 +42622,9 @@ pub mod types {
             }
             pub fn failing_since<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.failing_since = value

@@ -6448,7 +6448,10 @@ export interface components {
             /** Format: date-time */
             disabled_at?: string | null;
             events: string[];
-            /** @description Since when its deliveries fail (null once one succeeds). */
+            /**
+             * Format: date-time
+             * @description Since when its deliveries fail (null once one succeeds).
+             */
             failing_since?: string | null;
             id: string;
             /**
@@ -6497,7 +6500,10 @@ export interface components {
             /** Format: date-time */
             disabled_at?: string | null;
             events: string[];
-            /** @description Since when its deliveries fail (null once one succeeds). */
+            /**
+             * Format: date-time
+             * @description Since when its deliveries fail (null once one succeeds).
+             */
             failing_since?: string | null;
             id: string;
             /**

@@ -25,14 +25,16 @@ pub(super) fn one_record_identity(doc: &mut Value) {
     }
 }
 
-/// Every `*_at` string of the API is an RFC 3339 instant (the service writes them with
-/// `to_rfc3339_opts`): typed `format: date-time`, so that generated clients parse them as
-/// timestamps. (Epoch-millisecond `*_at` fields are integers and stay so.)
+/// Every `*_at` or `*_since` string of the API (a subscription's `failing_since`) is an RFC
+/// 3339 instant (the service writes them with `to_rfc3339_opts`): typed `format: date-time`,
+/// so that generated clients parse them as timestamps. (Epoch-millisecond `*_at` fields are
+/// integers and stay so; a field-report record's own dates are the upstream's text.)
 pub(super) fn type_timestamps(value: &mut Value) {
     match value {
         Value::Object(object) => {
             for (name, property) in object.get_mut("properties").and_then(Value::as_object_mut).into_iter().flatten() {
-                if name.ends_with("_at") && property["type"] == "string" {
+                let timestamp = name.ends_with("_at") || name.ends_with("_since");
+                if timestamp && property["type"] == "string" {
                     property["format"] = json!("date-time");
                 }
             }

@@ -167,23 +167,26 @@ fn optional_values_are_nullable_not_null_enums() {
     assert_eq!(billing["nullable"], true);
 }
 
-/// The timestamps of the API are typed as such: every `*_at` string is `format: date-time`
-/// (the integration tests assert the format on every answer they receive).
+/// The timestamps of the API are typed as such: every `*_at` or `*_since` string (a
+/// subscription's `failing_since`) is `format: date-time` (the integration tests assert the
+/// format on every answer they receive).
 #[test]
 fn timestamps_are_typed_date_time() {
     let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
     let mut objects = Vec::new();
     schema_objects(&doc, String::new(), &mut objects);
-    let mut timestamps = 0;
+    let (mut timestamps, mut since) = (0, 0);
     for (at, object) in objects {
         for (name, property) in object.get("properties").and_then(|p| p.as_object()).into_iter().flatten() {
-            if name.ends_with("_at") && property["type"] == "string" {
+            if (name.ends_with("_at") || name.ends_with("_since")) && property["type"] == "string" {
                 assert_eq!(property["format"], "date-time", "{at}/properties/{name}");
                 timestamps += 1;
+                since += usize::from(name.ends_with("_since"));
             }
         }
     }
     assert!(timestamps >= 17, "only {timestamps} timestamps");
+    assert!(since >= 2, "failing_since of Subscription and SubscriptionWithSecret: {since}");
 }
 
 /// What a generator reads without guessing: only OpenAPI's own integer formats, every enum
