@@ -11,7 +11,7 @@ pub mod tls;
 use std::io::Write;
 
 use contract::Checked;
-pub use requests::{Api, JsonAnswer};
+pub use requests::{Api, Caller, JsonAnswer};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 

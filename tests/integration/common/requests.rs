@@ -120,6 +120,24 @@ pub trait Api: Sync {
     }
 }
 
+/// A signed-in user of a service in this process: its calls carry the user's token. Areas add
+/// the calls their scenarios repeat (`impl Caller<'_>` in their own module).
+pub struct Caller<'a> {
+    pub svc: &'a TestService,
+    pub token: String,
+}
+
+impl<'a> Caller<'a> {
+    /// A new user of `svc`, signed in.
+    pub async fn signed_in(svc: &'a TestService) -> Caller<'a> {
+        Caller { svc, token: svc.user_token().await }
+    }
+
+    pub async fn send(&self, method: Method, path: &str, body: Option<Value>) -> Response {
+        self.svc.call(&self.token, method, path, body).await
+    }
+}
+
 /// Asserts the answer's status (`expected`, else any 2xx) and returns its JSON body.
 pub async fn answered(what: &str, answer: Response, expected: Option<u16>) -> Value {
     let status = answer.status();

@@ -2,7 +2,7 @@
 
 use crate::common::contract::Checked;
 use crate::common::{Api, JsonAnswer};
-use crate::common::{Db, TestService, error_body};
+use crate::common::{Caller, Db, TestService, error_body};
 use serde_json::{Value, json};
 
 fn request_payload(company: &str) -> Value {
@@ -18,18 +18,9 @@ fn request_payload(company: &str) -> Value {
     })
 }
 
-struct Leasing<'a> {
-    svc: &'a TestService,
-    token: String,
-}
-
-impl Leasing<'_> {
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> reqwest::Response {
-        self.svc.call(&self.token, method, path, body).await
-    }
-
+impl Caller<'_> {
     async fn ok(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let response = self.call(method, path, body).await;
+        let response = self.send(method, path, body).await;
         let status = response.status();
         let body: Value = response.json_value().await;
         assert!(status.is_success(), "{path}: {status} {body}");
@@ -37,26 +28,26 @@ impl Leasing<'_> {
         body
     }
 
-    async fn create(&self, company: &str) -> String {
-        let response = self.call(reqwest::Method::POST, "/api/v1/leasing", Some(request_payload(company))).await;
+    async fn create_request(&self, company: &str) -> String {
+        let response = self.send(reqwest::Method::POST, "/api/v1/leasing", Some(request_payload(company))).await;
         assert_eq!(response.status(), 201);
         let body: Value = response.json_value().await;
         body["data"]["FinancingId"].as_str().unwrap().to_string()
     }
 
     async fn wait(&self, id: &str, query: &str) -> reqwest::Response {
-        self.call(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?{query}"), None).await
+        self.send(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?{query}"), None).await
     }
 }
 
-async fn client(svc: &TestService) -> Leasing<'_> {
-    Leasing { svc, token: svc.user_token().await }
+async fn client(svc: &TestService) -> Caller<'_> {
+    Caller::signed_in(svc).await
 }
 
 async fn create_read_and_patch_a_request(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = client(&svc).await;
-    let response = api.call(reqwest::Method::POST, "/api/v1/leasing", Some(request_payload("ACME GmbH"))).await;
+    let response = api.send(reqwest::Method::POST, "/api/v1/leasing", Some(request_payload("ACME GmbH"))).await;
     assert_eq!(response.status(), 201);
     let created: Value = response.json_value().await;
     assert_eq!(created["success"], true);
@@ -98,7 +89,7 @@ async fn create_read_and_patch_a_request(db: Db) {
 async fn a_request_the_provider_answers_sparsely_fits_the_document(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = client(&svc).await;
-    let id = api.create("ACME GmbH").await;
+    let id = api.create_request("ACME GmbH").await;
     let sparse_answers = [
         json!({"FinancingId": id, "State": "New"}),
         json!({"FinancingId": id, "Lessee": {}}),
@@ -125,12 +116,12 @@ async fn a_lessee_s_email_is_a_mailbox_or_null(db: Db) {
     for email in ["jörg@acme.example", "a.@acme.example"] {
         let mut payload = request_payload("ACME GmbH");
         payload["Lessee"]["Email"] = json!(email);
-        let response = api.call(reqwest::Method::POST, "/api/v1/leasing", Some(payload)).await;
+        let response = api.send(reqwest::Method::POST, "/api/v1/leasing", Some(payload)).await;
         assert_eq!(response.status(), 422, "{email}");
         let body: Value = response.json_value().await;
         assert!(body["errors"]["Lessee.Email"].is_array(), "{email}: {body}");
     }
-    let id = api.create("ACME GmbH").await;
+    let id = api.create_request("ACME GmbH").await;
     for kept in ["n/a", "jörg@acme.example"] {
         let body = json!({"FinancingId": id, "Lessee": {"Email": kept}}).to_string();
         svc.leasing_fault(json!({"path_prefix": format!("/basic/v1/requests/{id}"), "status": 200, "body": body}))
@@ -148,7 +139,7 @@ async fn create_names_every_bad_field(db: Db) {
     payload["FinancingAmount"] = json!(2598.5);
     payload["Lessee"]["Addresses"] = json!([]);
     payload.as_object_mut().unwrap().remove("ProductType");
-    let body = error_body(api.call(reqwest::Method::POST, "/api/v1/leasing", Some(payload)).await, 422).await;
+    let body = error_body(api.send(reqwest::Method::POST, "/api/v1/leasing", Some(payload)).await, 422).await;
     assert_eq!(body["success"], false);
     for field in ["FinancingAmount", "Lessee.Addresses", "ProductType"] {
         assert!(body["errors"][field].is_array(), "{field}: {body}");
@@ -156,7 +147,7 @@ async fn create_names_every_bad_field(db: Db) {
     // The provider's own rules (here: an unknown legal form) come back as a rejection.
     let mut payload = request_payload("ACME GmbH");
     payload["Lessee"]["LegalFormId"] = json!(999);
-    let body = error_body(api.call(reqwest::Method::POST, "/api/v1/leasing", Some(payload)).await, 500).await;
+    let body = error_body(api.send(reqwest::Method::POST, "/api/v1/leasing", Some(payload)).await, 500).await;
     assert_eq!(body["error_code"], "upstream_rejected");
     assert!(body["message"].as_str().unwrap().contains("LegalFormId"), "{body}");
     svc.stop().await;
@@ -165,7 +156,7 @@ async fn create_names_every_bad_field(db: Db) {
 async fn wait_follows_every_row_of_the_table(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = client(&svc).await;
-    let id = api.create("ACME GmbH").await;
+    let id = api.create_request("ACME GmbH").await;
     let response = api.wait(&id, "sleep_milliseconds=0").await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json_value().await;
@@ -177,7 +168,7 @@ async fn wait_follows_every_row_of_the_table(db: Db) {
         ("[running-contract]", "already_past_signing", "RunningContract"),
         ("[contract-printed]", "already_past_signing", "ContractPrinted"),
     ] {
-        let id = api.create(&format!("ACME {marker}")).await;
+        let id = api.create_request(&format!("ACME {marker}")).await;
         let body = error_body(api.wait(&id, "sleep_milliseconds=0").await, 500).await;
         assert_eq!(body["success"], false);
         assert_eq!(body["error_code"], code, "{marker}");
@@ -186,13 +177,13 @@ async fn wait_follows_every_row_of_the_table(db: Db) {
         }
     }
 
-    let id = api.create("ACME [never-ready]").await;
+    let id = api.create_request("ACME [never-ready]").await;
     let body = error_body(api.wait(&id, "max_attempts=3&sleep_milliseconds=0").await, 500).await;
     assert_eq!(body["error_code"], "not_ready_to_sign");
     assert!(body["message"].as_str().unwrap().contains("ApplicationReceived"), "{body}");
     assert!(body["message"].as_str().unwrap().contains("3 attempt"), "{body}");
 
-    let id = api.create("ACME [slow:4]").await;
+    let id = api.create_request("ACME [slow:4]").await;
     let body = error_body(api.wait(&id, "max_attempts=2&sleep_milliseconds=0").await, 500).await;
     assert_eq!(body["error_code"], "not_ready_to_sign");
     let ready = api.wait(&id, "max_attempts=2&sleep_milliseconds=0").await;
@@ -208,7 +199,7 @@ async fn wait_follows_every_row_of_the_table(db: Db) {
 async fn missing_info_sends_the_mail_then_fails(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = client(&svc).await;
-    let id = api.create("Needs More [missing-info]").await;
+    let id = api.create_request("Needs More [missing-info]").await;
     let body = error_body(
         api.wait(&id, "sleep_milliseconds=0&technician_appointment_date=2026-12-01&technician_appointment_time=09:30")
             .await,
@@ -229,7 +220,7 @@ async fn missing_info_sends_the_mail_then_fails(db: Db) {
 async fn e_signature_paper_contract_and_documents(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = client(&svc).await;
-    let id = api.create("ACME GmbH").await;
+    let id = api.create_request("ACME GmbH").await;
     assert_eq!(api.wait(&id, "sleep_milliseconds=0").await.status(), 200);
 
     let config = api.ok(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/e-signature/configuration"), None).await;
@@ -280,7 +271,7 @@ async fn identifiers_that_could_escape_storage_are_refused(db: Db) {
     let api = client(&svc).await;
     for id in ["..%2F..%2Fetc%2Fpasswd", "x.pdf", "a%20b", &"a".repeat(65)] {
         let body = error_body(
-            api.call(
+            api.send(
                 reqwest::Method::GET,
                 &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=true"),
                 None,
@@ -298,26 +289,26 @@ async fn identifiers_that_could_escape_storage_are_refused(db: Db) {
 async fn provider_failures_map_to_500_with_a_code(db: Db) {
     let svc = TestService::start(db, &[("LEASING_TIMEOUT_SECONDS", "1")]).await;
     let api = client(&svc).await;
-    let id = api.create("ACME GmbH").await;
+    let id = api.create_request("ACME GmbH").await;
 
     // A 5xx on a write is not retried.
     svc.leasing_fault(json!({"path_prefix": "/basic/v1/requests", "status": 503, "times": 1})).await;
     let body =
-        error_body(api.call(reqwest::Method::POST, "/api/v1/leasing", Some(request_payload("ACME GmbH"))).await, 500)
+        error_body(api.send(reqwest::Method::POST, "/api/v1/leasing", Some(request_payload("ACME GmbH"))).await, 500)
             .await;
     assert_eq!(body["error_code"], "upstream_error");
     assert!(body["message"].as_str().unwrap().contains("503"), "{body}");
 
     // Reads are retried: two transient failures are absorbed, three are not.
     svc.leasing_fault(json!({"path_prefix": format!("/basic/v1/requests/{id}"), "status": 502, "times": 2})).await;
-    assert_eq!(api.call(reqwest::Method::GET, &format!("/api/v1/leasing/{id}"), None).await.status(), 200);
+    assert_eq!(api.send(reqwest::Method::GET, &format!("/api/v1/leasing/{id}"), None).await.status(), 200);
     svc.leasing_fault(json!({"path_prefix": format!("/basic/v1/requests/{id}"), "status": 502, "times": 3})).await;
-    let body = error_body(api.call(reqwest::Method::GET, &format!("/api/v1/leasing/{id}"), None).await, 500).await;
+    let body = error_body(api.send(reqwest::Method::GET, &format!("/api/v1/leasing/{id}"), None).await, 500).await;
     assert_eq!(body["error_code"], "upstream_error");
 
     svc.leasing_fault(json!({"path_prefix": "/basic/v1/requests", "status": 0, "times": 1})).await;
     let body = error_body(
-        api.call(reqwest::Method::PATCH, &format!("/api/v1/leasing/{id}"), Some(json!({"PaymentMethod": "Invoice"})))
+        api.send(reqwest::Method::PATCH, &format!("/api/v1/leasing/{id}"), Some(json!({"PaymentMethod": "Invoice"})))
             .await,
         500,
     )
@@ -326,7 +317,7 @@ async fn provider_failures_map_to_500_with_a_code(db: Db) {
 
     svc.leasing_fault(json!({"path_prefix": "/basic/v1/requests", "status": 200, "delay_ms": 2500, "times": 1})).await;
     let body = error_body(
-        api.call(reqwest::Method::PATCH, &format!("/api/v1/leasing/{id}"), Some(json!({"PaymentMethod": "Invoice"})))
+        api.send(reqwest::Method::PATCH, &format!("/api/v1/leasing/{id}"), Some(json!({"PaymentMethod": "Invoice"})))
             .await,
         500,
     )
@@ -338,7 +329,7 @@ async fn provider_failures_map_to_500_with_a_code(db: Db) {
     )
     .await;
     let body = error_body(
-        api.call(reqwest::Method::PATCH, &format!("/api/v1/leasing/{id}"), Some(json!({"PaymentMethod": "Invoice"})))
+        api.send(reqwest::Method::PATCH, &format!("/api/v1/leasing/{id}"), Some(json!({"PaymentMethod": "Invoice"})))
             .await,
         500,
     )
@@ -351,7 +342,7 @@ async fn provider_failures_map_to_500_with_a_code(db: Db) {
 async fn dropshots_own_errors_carry_the_leasing_envelope(db: Db) {
     let svc = TestService::start(db, &[]).await;
     let api = client(&svc).await;
-    let id = api.create("ACME GmbH").await;
+    let id = api.create_request("ACME GmbH").await;
     let bad_query = api
         .call(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=abc"), None)
         .await;
@@ -388,7 +379,7 @@ async fn leasing_routes_need_a_token_and_a_configured_provider(db: Db) {
     assert_eq!(body["success"], false);
 
     let api = client(&svc).await;
-    let body = error_body(api.call(reqwest::Method::GET, "/api/v1/leasing/abc", None).await, 500).await;
+    let body = error_body(api.send(reqwest::Method::GET, "/api/v1/leasing/abc", None).await, 500).await;
     assert_eq!(body["error_code"], "upstream_not_configured");
     assert!(body["message"].as_str().unwrap().contains("LEASING_BASE_URL"), "{body}");
     svc.stop().await;
@@ -408,7 +399,7 @@ async fn provider_calculation_validates_its_body(db: Db) {
     let all = api.ok(reqwest::Method::POST, "/api/v1/leasing/calculate", Some(json!({"FinancingAmount": 10000}))).await;
     assert_eq!(all["data"]["Items"].as_array().unwrap().len(), 4);
     let body = error_body(
-        api.call(reqwest::Method::POST, "/api/v1/leasing/calculate", Some(json!({"FinancingAmount": -1}))).await,
+        api.send(reqwest::Method::POST, "/api/v1/leasing/calculate", Some(json!({"FinancingAmount": -1}))).await,
         422,
     )
     .await;

@@ -3,7 +3,7 @@
 
 use crate::common::Api;
 use crate::common::requests::answered;
-use crate::common::{Db, TestService, add_fault, error_body};
+use crate::common::{Caller, Db, TestService, add_fault, error_body};
 use serde_json::{Value, json};
 
 mod reads;
@@ -27,16 +27,7 @@ const ENTITIES: [(&str, &str); 15] = [
     ("items", "Items"),
 ];
 
-struct Caller<'a> {
-    svc: &'a TestService,
-    token: String,
-}
-
 impl Caller<'_> {
-    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> reqwest::Response {
-        self.svc.call(&self.token, method, path, body).await
-    }
-
     async fn json(&self, method: reqwest::Method, path: &str, body: Option<Value>, status: u16) -> Value {
         answered(path, self.send(method, path, body).await, Some(status)).await
     }
@@ -56,7 +47,7 @@ impl Caller<'_> {
 }
 
 async fn api(svc: &TestService) -> Caller<'_> {
-    Caller { svc, token: svc.user_token().await }
+    Caller::signed_in(svc).await
 }
 
 async fn every_entity_supports_every_operation(db: Db) {

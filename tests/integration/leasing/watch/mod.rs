@@ -195,6 +195,16 @@ async fn subscribe(svc: &TestService, token: &str, url: &str) -> Value {
     created
 }
 
+/// A service (private callback targets allowed) whose user subscribed a receiver answering
+/// 204 and then created a financing request for `company`; the request's id.
+async fn watched_request(db: Db, company: &str) -> (TestService, String, Receiver, String) {
+    let (svc, token) = TestService::with_user(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
+    let receiver = Receiver::start(204).await;
+    subscribe(&svc, &token, &receiver.url()).await;
+    let id = create_request(&svc, &token, company).await;
+    (svc, token, receiver, id)
+}
+
 async fn create_request(svc: &TestService, token: &str, company: &str) -> String {
     let response = svc.post(token, "/api/v1/leasing", leasing_request(company)).await;
     assert_eq!(response.status(), 201);
@@ -269,10 +279,7 @@ async fn private_and_plain_http_targets_are_refused(db: Db) {
 /// A state read by a route counts: with the watcher reading only every five minutes, a show
 /// that finds the new state announces it.
 async fn a_read_by_a_route_is_an_observation(db: Db) {
-    let (svc, token) = TestService::with_user(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
-    let receiver = Receiver::start(204).await;
-    subscribe(&svc, &token, &receiver.url()).await;
-    let id = create_request(&svc, &token, "ACME [moves:1]").await;
+    let (svc, token, receiver, id) = watched_request(db, "ACME [moves:1]").await;
     until("the show finds the request ready to sign", async || {
         let shown: Value = svc.get_json(&token, &format!("/api/v1/leasing/{id}")).await;
         (shown["meta"]["state"] == "ReadyToSign").then_some(())

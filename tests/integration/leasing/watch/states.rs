@@ -18,10 +18,7 @@ pub(super) fn answering_as(spelling: &str, id: &str, state: &str, times: u32) ->
 }
 
 async fn a_known_state_in_another_case_is_that_state(db: Db) {
-    let (svc, token) = TestService::with_user(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
-    let receiver = Receiver::start(204).await;
-    subscribe(&svc, &token, &receiver.url()).await;
-    let id = create_request(&svc, &token, "ACME GmbH").await;
+    let (svc, token, receiver, id) = watched_request(db, "ACME GmbH").await;
 
     svc.leasing_fault(answering(&id, "readyToSign")).await;
     let waited = svc.get(&token, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=1")).await;
@@ -52,10 +49,7 @@ async fn a_known_state_in_another_case_is_that_state(db: Db) {
 /// A terminal state is not always the last: a provider may report an earlier state again
 /// (a reopened request). The watch then goes on, and the change back is announced.
 async fn a_request_leaving_a_terminal_state_is_watched_again(db: Db) {
-    let (svc, token) = TestService::with_user(db, &[("CALLBACK_ALLOW_PRIVATE", "true")]).await;
-    let receiver = Receiver::start(204).await;
-    subscribe(&svc, &token, &receiver.url()).await;
-    let id = create_request(&svc, &token, "ACME GmbH").await;
+    let (svc, token, receiver, id) = watched_request(db, "ACME GmbH").await;
     svc.leasing_fault(answering(&id, "Cancelled")).await;
     let shown: Value = svc.get_json(&token, &format!("/api/v1/leasing/{id}")).await;
     assert_eq!(shown["meta"]["terminal"], true, "{shown}");
