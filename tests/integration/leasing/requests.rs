@@ -245,7 +245,7 @@ async fn e_signature_paper_contract_and_documents(db: Db) {
         api.ok(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=1"), None).await;
     assert_eq!(stored_too["stored"]["path"], format!("contracts/{id}.pdf"));
     let refused = api
-        .call(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=yes"), None)
+        .send(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/contractdocument/base64?store_pdf=yes"), None)
         .await;
     let body = error_body(refused, 422).await;
     assert!(body["errors"]["store_pdf"].is_array() && body["success"] == false, "{body}");
@@ -344,7 +344,7 @@ async fn dropshots_own_errors_carry_the_leasing_envelope(db: Db) {
     let api = client(&svc).await;
     let id = api.create_request("ACME GmbH").await;
     let bad_query = api
-        .call(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=abc"), None)
+        .send(reqwest::Method::GET, &format!("/api/v1/leasing/{id}/wait-ready-to-sign?max_attempts=abc"), None)
         .await;
     let bad_body = api
         .svc

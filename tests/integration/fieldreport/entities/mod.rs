@@ -1,7 +1,6 @@
 //! The per-entity field-report routes over real HTTP, against the field-report simulator:
 //! the local mirror, forwarded writes, and no divergence when the upstream fails.
 
-use crate::common::Api;
 use crate::common::requests::answered;
 use crate::common::{Caller, Db, TestService, add_fault, error_body};
 use serde_json::{Value, json};
