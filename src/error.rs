@@ -22,12 +22,10 @@ use crate::store::StoreError;
 use crate::telemetry;
 use crate::upstream::UpstreamError;
 
-/// Validation messages per field name (vocabulary: the domains name it without importing this
-/// module, which imports their errors).
+/// Validation messages per field name (in `vocabulary`: the areas name it without this module).
 pub use crate::vocabulary::field_errors::FieldErrors;
 
-/// The `Retry-After` of a 503 `service_unavailable`: a busy or reconnecting database is
-/// usually back within seconds.
+/// The `Retry-After` of a 503 `service_unavailable`: a busy database is back within seconds.
 const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 2;
 
 /// Error information from a response.
@@ -176,10 +174,10 @@ impl ApiError {
         error
     }
 
-    /// 503 `upstream_busy` with the wait an upstream asked for (a 429; a 503 to a write not applied).
+    /// 503 `upstream_busy` with the wait an upstream asked for, at most an hour.
     fn upstream_busy(message: String, retry_after: Option<std::time::Duration>) -> Self {
         let mut error = Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "upstream_busy", message);
-        error.retry_after_seconds = Some(retry_after.map_or(1, |d| d.as_secs().max(1)));
+        error.retry_after_seconds = Some(crate::vocabulary::retry_after::relayed_seconds(retry_after));
         error
     }
 
@@ -355,7 +353,8 @@ impl From<WatchError> for ApiError {
 }
 
 /// An upstream failure outside the leasing routes: 502 when it refused or failed (409 when it
-/// reports a version conflict), 504 on a time-out, 503 when it is not configured.
+/// reports a version conflict), 504 on a time-out, 503 when it is not configured or asked for a
+/// wait (`upstream_busy`: a 429, a 5xx with `Retry-After`, to any call).
 impl From<UpstreamError> for ApiError {
     fn from(error: UpstreamError) -> Self {
         let message = error.to_string();
@@ -367,6 +366,7 @@ impl From<UpstreamError> for ApiError {
             UpstreamError::Refused { status: 409, .. } => {
                 Self::new(ErrorStatusCode::CONFLICT, "upstream_conflict", message)
             }
+            UpstreamError::Refused { retry_after: Some(wait), .. } => Self::upstream_busy(message, Some(wait)),
             UpstreamError::Refused { .. } => Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_error", message),
             UpstreamError::Throttled { retry_after, .. } => Self::upstream_busy(message, retry_after),
             UpstreamError::Unreachable { .. } => {
@@ -412,8 +412,8 @@ impl From<FieldReportError> for ApiError {
                 Self::not_found(error.to_string())
             }
             FieldReportError::Conflict(message) => Self::new(ErrorStatusCode::CONFLICT, "conflict", message),
-            FieldReportError::NotApplied { message, retry_after: Some(wait), .. } => {
-                Self::upstream_busy(message, Some(wait))
+            FieldReportError::NotApplied { message, retry_after: wait @ Some(_), .. } => {
+                Self::upstream_busy(message, wait)
             }
             FieldReportError::NotApplied { message, timed_out, retry_after: None } => {
                 let status = if timed_out { ErrorStatusCode::GATEWAY_TIMEOUT } else { ErrorStatusCode::BAD_GATEWAY };

@@ -3,6 +3,17 @@
 
 use std::time::Duration;
 
+/// The longest wait the service passes on to its own clients (`Retry-After` of an
+/// `upstream_busy` answer): an hour. A longer one is more likely a misreading (an
+/// `X-RateLimit-Reset` written as a moment, not seconds) than a plan.
+pub const LONGEST_RELAYED_WAIT: Duration = Duration::from_secs(3600);
+
+/// The seconds of `Retry-After` to answer for a wait an upstream asked for: at least one, at
+/// most [`LONGEST_RELAYED_WAIT`]; one when it named none.
+pub fn relayed_seconds(wait: Option<Duration>) -> u64 {
+    wait.map_or(1, |wait| wait.as_secs().clamp(1, LONGEST_RELAYED_WAIT.as_secs()))
+}
+
 /// The wait a 429 or 503 answer asks for: `Retry-After` in seconds or as an HTTP date (any
 /// of its three forms: IMF-fixdate and the obsolete RFC 850 and asctime, which a recipient
 /// must read too), else `X-RateLimit-Reset` (seconds).
@@ -27,6 +38,14 @@ pub fn requested_wait(headers: &reqwest::header::HeaderMap) -> Option<Duration> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relayed_waits_are_between_a_second_and_an_hour() {
+        assert_eq!(relayed_seconds(None), 1);
+        assert_eq!(relayed_seconds(Some(Duration::ZERO)), 1);
+        assert_eq!(relayed_seconds(Some(Duration::from_secs(120))), 120);
+        assert_eq!(relayed_seconds(Some(Duration::from_secs(1_767_225_600))), 3600);
+    }
 
     #[test]
     fn waits_are_read_from_retry_after_or_the_rate_limit_reset() {

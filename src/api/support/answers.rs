@@ -270,9 +270,11 @@ fn upstream_errors() -> Vec<UpstreamError> {
         UpstreamError::NotConfigured { .. } => vec![UpstreamError::NotConfigured { system, setting: "SETTING" }],
         UpstreamError::Timeout { .. } => vec![UpstreamError::Timeout { system }],
         UpstreamError::Unreachable { .. } => vec![UpstreamError::Unreachable { system, detail: text() }],
-        // The mappings tell a refusal's status apart: a conflict, another client error, a server error.
+        // The mappings tell a refusal's status apart: a conflict, another client error, a server
+        // error, and one that asked for a wait (a 503 in maintenance).
         UpstreamError::Refused { .. } => {
-            Vec::from([409, 404, 500].map(|status| UpstreamError::Refused { system, status, message: text(), retry_after: None }))
+            Vec::from([(409, None), (404, None), (500, None), (503, Some(Duration::from_secs(1)))]
+                .map(|(status, retry_after)| UpstreamError::Refused { system, status, message: text(), retry_after }))
         },
         UpstreamError::Throttled { .. } => vec![UpstreamError::Throttled { system, retry_after: None }],
         UpstreamError::Malformed { .. } => vec![UpstreamError::Malformed { system, detail: text() }],

@@ -18,3 +18,4 @@ mod tls;
 mod tokens;
 mod upstream_answers;
 mod upstream_faults;
+mod upstream_waits;
