@@ -10,11 +10,13 @@
 //! (`lastModifiedDate`, `id`) read, starting `ERP_PULL_OVERLAP_SECONDS` before the model's
 //! cursor. The ERP's filters have no `or`: the key's two halves are two queries, the rest of
 //! the records of the last instant (`lastModifiedDate-eq`, `id-gt`), then the later ones
-//! (`lastModifiedDate-gt`). Every page is stored in one transaction as soon as it arrives, so a
-//! pull that fails half-way keeps what it stored; the cursor (the newest `lastModifiedDate`
-//! seen, for a full pull the newest the ERP held when it began, and never later than the
-//! pull's start by the service's clock) moves only when a pull completes. One pull of a model
-//! runs at a time across instances (a lease in the database, renewed per page).
+//! (`lastModifiedDate-gt`). An incremental pull's pages are checked against the ERP's count
+//! of the records they should hold (`verify.rs`). Every page is stored in one transaction as
+//! soon as it arrives, so a pull that fails half-way keeps what it stored; the cursor (the
+//! newest `lastModifiedDate` seen, for a full pull the newest the ERP held when it began, and
+//! never later than the pull's start by the service's clock) moves only when a pull completes.
+//! One pull of a model runs at a time across instances (a lease in the database, renewed per
+//! page).
 
 use std::collections::HashSet;
 
@@ -31,6 +33,7 @@ use crate::vocabulary::id_batches::IdBatches;
 
 mod position;
 mod refresh;
+mod verify;
 
 pub(crate) use self::position::id_order;
 use self::position::{Position, check_filtered};
@@ -186,6 +189,11 @@ impl ErpService {
         let mut report = PullReport::new(info.name);
         let mut seen: HashSet<String> = HashSet::new();
         let mut newest = cursor;
+        // Where an incremental pull starts, and the newest stamp it read: what its count checks.
+        let (from, mut through) = match (kind, &position) {
+            (PullKind::Incremental, Position::Since(from)) => (Some(*from), None),
+            _ => (None, None),
+        };
         let outcome = async {
             loop {
                 let mut query = filters.clone();
@@ -200,6 +208,7 @@ impl ErpService {
                     match erp_record(document) {
                         Some(record) => {
                             newest = newest.max(Some(record.last_modified));
+                            through = through.max(Some(record.last_modified));
                             seen.insert(record.id.clone());
                             batch.push(record);
                         }
@@ -217,6 +226,9 @@ impl ErpService {
                     Some(next) => position = next,
                     None => break,
                 }
+            }
+            if let (Some(from), Some(through)) = (from, through) {
+                self.recover_skipped(info, owner, (from, through), &seen, &mut report).await?;
             }
             if *kind == PullKind::Full {
                 // A record missing from the pages was deleted, or is newer than the page of
@@ -333,25 +345,14 @@ impl ErpService {
     /// records missing here and those whose version differs fetched by id (`id-in`), then the
     /// absences confirmed and removed.
     async fn reconcile(&self, info: &ModelInfo, owner: &str) -> Result<PullReport, ErpError> {
-        let client = self.client()?;
         let store = self.store();
         let mut report = PullReport::new(info.name);
-        let mut upstream: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
-        let mut position = Position::IdAbove(None);
-        loop {
-            let mut query = position.query();
-            query.push(("properties".into(), "id,version,lastModifiedDate".into()));
-            query.push(("pageSize".into(), MAX_PAGE_SIZE.to_string()));
-            let records: Vec<ErpRecord> =
-                client.list(info.name, &query).await?.into_iter().filter_map(erp_record).collect();
-            report.pages += 1;
-            check_filtered(info, &position, &query, &records)?;
-            upstream.extend(records.iter().map(|record| (record.id.clone(), record.version)));
-            match self.go_on(info, owner, position.next(&records)).await? {
-                Some(next) => position = next,
-                None => break,
-            }
-        }
+        let upstream: std::collections::HashMap<String, i64> = self
+            .list_by_id(info, owner, &[], &mut report)
+            .await?
+            .into_iter()
+            .map(|record| (record.id, record.version))
+            .collect();
         let local: std::collections::HashMap<String, i64> = store.erp_versions(info.name).await?.into_iter().collect();
         let mut missing: Vec<&String> = upstream.keys().filter(|id| !local.contains_key(*id)).collect();
         let mut stale: Vec<&String> = upstream

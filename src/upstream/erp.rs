@@ -160,6 +160,20 @@ impl ErpClient {
         }
     }
 
+    /// `GET /<model>/count?<filters>`: how many records the filters select.
+    pub async fn count(&self, model: &str, query: &[(String, String)]) -> Result<u64, UpstreamError> {
+        let path = format!("{model}/count");
+        let body =
+            retry_read(|| self.call(Method::GET, &path, query, None)).await?.ok_or_else(|| Self::not_found(&path))?;
+        match body.get("result").and_then(json_integer).and_then(|n| u64::try_from(n).ok()) {
+            Some(count) => Ok(count),
+            None => Err(UpstreamError::Malformed {
+                system: SYSTEM,
+                detail: format!("a count without a number in `result`: {}", summarise(&body.to_string())),
+            }),
+        }
+    }
+
     /// `GET /<model>/id/{id}`: the record, or `None` when the ERP has no such record.
     pub async fn get(&self, model: &str, id: &str) -> Result<Option<Value>, UpstreamError> {
         let path = record_path(model, id)?;

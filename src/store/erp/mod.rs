@@ -39,7 +39,8 @@ impl Store {
     /// Stores records fetched from the ERP in one transaction. A record older than the stored
     /// one changes nothing ([`ErpRecord::supersedes`]): the mirror keeps the highest version,
     /// or the record created again under its id (a later `createdDate`). Locally changed
-    /// custom attribute values are kept until pushed.
+    /// custom attribute values are kept until pushed, but not over a record created again:
+    /// they were set for the deleted one, and a push would write them onto another record.
     ///
     /// On Postgres the writes take their change numbers at once, one update of the model's
     /// `mirror_feed` row: numbered one row at a time by the triggers, each update of that row
@@ -50,24 +51,27 @@ impl Store {
         let now = now_ms();
         let mut outcomes = Vec::with_capacity(records.len());
         // What to write: the record, the document to store over a stored one (kept attributes
-        // merged in), and whether the write takes a change number (its document is new).
-        let mut writes: Vec<(&ErpRecord, Option<Value>, bool)> = Vec::new();
+        // merged in), whether the write takes a change number (its document is new), and
+        // whether the stored record's pending attribute values go (it was created again).
+        let mut writes: Vec<(&ErpRecord, Option<Value>, bool, bool)> = Vec::new();
         for record in records {
             let stored = self.locked_record(&mut tx, model, &record.id).await?;
             let outcome = match &stored {
                 None => {
-                    writes.push((record, None, true));
+                    writes.push((record, None, true, false));
                     Upserted::Inserted
                 }
                 Some(stored) if !record.supersedes(stored) => Upserted::Unchanged,
                 Some(stored) => {
                     let mut document = record.document.clone();
-                    keep_pending_attributes(&mut document, &stored.document, &stored.pending_attributes);
+                    let created_again = record.created_again(stored);
+                    let kept: &[String] = if created_again { &[] } else { &stored.pending_attributes };
+                    keep_pending_attributes(&mut document, &stored.document, kept);
                     if document == stored.document && record.version == stored.version {
                         Upserted::Unchanged
                     } else {
                         let numbered = document != stored.document;
-                        writes.push((record, Some(document), numbered));
+                        writes.push((record, Some(document), numbered, created_again));
                         Upserted::Updated
                     }
                 }
@@ -75,12 +79,12 @@ impl Store {
             outcomes.push(outcome);
         }
         // The first number of the writes on Postgres; SQLite's triggers number them.
-        let numbered = writes.iter().filter(|(_, _, numbered)| *numbered).count();
+        let numbered = writes.iter().filter(|(_, _, numbered, _)| *numbered).count();
         let mut number = match (postgres, numbered) {
             (true, n) if n > 0 => Some(crate::store::feed::take_numbers(&mut tx, "erp", model, n).await?),
             _ => None,
         };
-        for (record, merged, numbered) in writes {
+        for (record, merged, numbered, created_again) in writes {
             let change_seq = if numbered { number } else { None };
             if numbered {
                 number = number.map(|n| n + 1);
@@ -104,9 +108,12 @@ impl Store {
                 Some(document) => {
                     // Without a number of its own (SQLite) the row keeps its old one, and the
                     // update trigger numbers it anew.
+                    // Pending values stay only where they were kept (see `kept` above).
                     sqlx::query(
                         "UPDATE erp_records SET version = $1, last_modified = $2, document = $3, pulled_at = $4, \
-                         change_seq = COALESCE($5, change_seq) WHERE model = $6 AND record_id = $7",
+                         change_seq = COALESCE($5, change_seq), \
+                         pending_attributes = CASE WHEN $8 = 1 THEN NULL ELSE pending_attributes END \
+                         WHERE model = $6 AND record_id = $7",
                     )
                     .bind(record.version)
                     .bind(record.last_modified)
@@ -115,6 +122,7 @@ impl Store {
                     .bind(change_seq)
                     .bind(model)
                     .bind(&record.id)
+                    .bind(i32::from(created_again))
                     .execute(&mut *tx)
                     .await?;
                 }

@@ -32,6 +32,16 @@ impl ErpRecord {
             _ => self.version >= stored.version || self.last_modified > stored.last_modified,
         }
     }
+
+    /// Whether this record is another one, created under the id of `stored` after it was
+    /// deleted (by the rule of [`Self::supersedes`]): what was set locally for `stored` is not
+    /// its own.
+    pub fn created_again(&self, stored: &ErpRecord) -> bool {
+        match (created_of(&self.document), created_of(&stored.document)) {
+            (Some(mine), Some(theirs)) => mine > theirs,
+            _ => self.version < stored.version && self.last_modified > stored.last_modified,
+        }
+    }
 }
 
 /// A document's `createdDate` (epoch ms, a number or its text), when it has one.

@@ -45,6 +45,33 @@ async fn a_value_set_while_its_push_is_answered_late_is_pushed_next(db: Db) {
     svc.stop().await;
 }
 
+/// Customer 5 is posted to the field-report system, and the company's Id waits on its
+/// `fieldReportId` attribute for a push. The ERP then deletes customer 5 and creates another
+/// record under its id (version 0, a later `createdDate`) before the mirror saw the delete, and
+/// a refresh brings the new record. The value set for the deleted customer was kept over the
+/// new one, still pending, and the push wrote it onto the new customer at the ERP: a value of
+/// another record, which no pull or reconciling takes back.
+async fn a_value_set_for_a_record_created_again_under_its_id_is_not_pushed(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    svc.get_json(&token, "/api/v1/erp/entityPullAttr/customer").await;
+    let posted = svc.get_json(&token, "/api/v1/erp/fieldReportPost/customer?id=5").await["data"][0].clone();
+    assert_eq!(posted["attributes_marked"], 1, "{posted}");
+    erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
+    let again = json!({"id": "5", "company": "Another GmbH", "partyType": "ORGANIZATION"});
+    svc.erp_sandbox("seed", json!({"model": "customer", "records": [again]})).await;
+    let refreshed = svc.get_json(&token, "/api/v1/erp/update/customer/5").await;
+
+    let definition = definition_of(&svc, &token).await;
+    let mirrored = svc.get_json(&token, "/api/v1/erp/show/customer/5").await;
+    assert_eq!(mirrored["company"], "Another GmbH", "{refreshed}");
+    assert_eq!(attribute(&mirrored, &definition), None, "not the new record's value: {mirrored}");
+    let pushed = svc.get_json(&token, "/api/v1/erp/entityPushAttr/customer").await["data"].clone();
+    assert_eq!(pushed["pushed"], 0, "{pushed}");
+    let at_erp = erp(&svc, reqwest::Method::GET, "/customer/id/5", None).await;
+    assert_eq!(attribute(&at_erp, &definition), None, "{at_erp}");
+    svc.stop().await;
+}
+
 /// The Id of the company the field-report mirror holds for customer 5.
 async fn company_of_customer_5(svc: &TestService, token: &str) -> String {
     let found = svc.get_json(token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
@@ -62,4 +89,7 @@ fn attribute(record: &Value, definition: &str) -> Option<Value> {
     values.iter().find(|v| v["attributeDefinitionId"] == definition).map(|v| v["stringValue"].clone())
 }
 
-on_both_databases!(a_value_set_while_its_push_is_answered_late_is_pushed_next);
+on_both_databases!(
+    a_value_set_while_its_push_is_answered_late_is_pushed_next,
+    a_value_set_for_a_record_created_again_under_its_id_is_not_pushed
+);

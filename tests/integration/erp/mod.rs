@@ -5,6 +5,7 @@
 mod answers;
 mod attribute_races;
 mod inbox;
+mod pull_order;
 mod pull_races;
 mod routes;
 mod webhook_registration;

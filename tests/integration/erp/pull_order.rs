@@ -1,0 +1,30 @@
+//! Incremental pulls from an ERP that does not page as asked: `sort` ignored (it ignores unknown
+//! filter names silently, and may treat a sort it cannot apply alike) on pages shorter than
+//! `pageSize`. No look at such a page tells that it is not the first records of the order.
+
+use super::*;
+use serde_json::json;
+
+/// An ERP that ignores `sort` lists in id order, here one record a page. Customer 6 is changed,
+/// then customer 5: the first page holds customer 5 alone, in key order as far as one record
+/// can tell, and the pull went on after its key (the newest stamp), past customer 6, whose
+/// change no later query selects. The pull completed, its cursor past the change, and every
+/// later pull read the same way: the change never reached the mirror.
+async fn a_change_an_erp_ignoring_sort_pages_past_is_pulled(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    svc.get_json(&token, "/api/v1/erp/setup/customer").await;
+    erp_update(&svc, "customer", "6", json!({"email": "first@example.com"})).await;
+    erp_update(&svc, "customer", "5", json!({"email": "second@example.com"})).await;
+    svc.erp_sandbox("behaviour", json!({"most_per_page": 1, "sort": "ignored"})).await;
+
+    let pulls = svc.get_json(&token, "/api/v1/erp/get").await;
+    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "customer").unwrap().clone();
+    assert_eq!(pull["errors"], json!([]), "{pull}");
+    for (id, email) in [("5", "second@example.com"), ("6", "first@example.com")] {
+        let customer = svc.get_json(&token, &format!("/api/v1/erp/show/customer/{id}")).await;
+        assert_eq!(customer["email"], email, "customer {id}: {pull}");
+    }
+    svc.stop().await;
+}
+
+on_both_databases!(a_change_an_erp_ignoring_sort_pages_past_is_pulled);
