@@ -65,6 +65,9 @@ pub(super) struct WriteFake {
     /// The `Version` a created record starts at whatever was sent, as a string (OData v3's
     /// Int64), if the server assigns it.
     pub(super) first_version: Mutex<Option<i64>>,
+    /// The address a create is answered with (`{id}` standing for the new Id), when not the
+    /// server's own.
+    pub(super) address: Mutex<Option<String>>,
     /// Creates answered 202, not made yet.
     accepted: Mutex<Vec<(i64, Map<String, Value>)>>,
     next_id: Mutex<i64>,
@@ -81,6 +84,7 @@ impl WriteFake {
             scripted: Mutex::default(),
             first_version: Mutex::default(),
             accepted: Mutex::default(),
+            address: Mutex::default(),
             next_id: Mutex::new(5000),
         })
     }
@@ -190,7 +194,10 @@ impl WriteFake {
             return empty(StatusCode::ACCEPTED);
         }
         self.records.lock().unwrap().insert(id, record.clone());
-        let address = format!("https://fake.example/odata/Companies({id}L)");
+        let address = match &*self.address.lock().unwrap() {
+            Some(template) => template.replace("{id}", &id.to_string()),
+            None => format!("https://fake.example/odata/Companies({id}L)"),
+        };
         match *self.created.lock().unwrap() {
             Created::Record => json(StatusCode::CREATED, &answer),
             Created::NoContent => http::Response::builder()
