@@ -372,7 +372,7 @@ impl From<UpstreamError> for ApiError {
             UpstreamError::Unreachable { .. } => {
                 Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_unavailable", message)
             }
-            UpstreamError::Malformed { .. } => {
+            UpstreamError::Malformed { .. } | UpstreamError::Unnamed { .. } => {
                 Self::new(ErrorStatusCode::BAD_GATEWAY, "upstream_invalid_response", message)
             }
             UpstreamError::Client { .. } => Self::internal(message),

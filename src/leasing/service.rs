@@ -72,7 +72,7 @@ impl LeasingError {
                 UpstreamError::Throttled { .. } => "upstream_busy",
                 UpstreamError::Refused { status, .. } if (400..500).contains(status) => "upstream_rejected",
                 UpstreamError::Refused { .. } => "upstream_error",
-                UpstreamError::Malformed { .. } => "upstream_invalid_response",
+                UpstreamError::Malformed { .. } | UpstreamError::Unnamed { .. } => "upstream_invalid_response",
                 UpstreamError::Client { .. } => "upstream_client_error",
             },
         }

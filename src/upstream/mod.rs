@@ -37,6 +37,11 @@ pub enum UpstreamError {
     Throttled { system: System, retry_after: Option<Duration> },
     #[error("the {system} sent an answer that could not be read: {detail}")]
     Malformed { system: System, detail: String },
+    /// A create answered with a success (`status`: 201, 204, or 202 Accepted for later) that
+    /// names no record, in its body or by an address: it applied, or will, under an Id not
+    /// known here. Not finding it at once proves nothing (a 202's record may not exist yet).
+    #[error("the {system} took the create ({status}) without naming the record it made: {detail}")]
+    Unnamed { system: System, status: u16, detail: String },
     #[error("the {system} client is misconfigured: {detail}")]
     Client { system: System, detail: String },
 }
@@ -101,7 +106,10 @@ impl UpstreamError {
     /// the upstream had begun). Only a definite answer (4xx, 429) or a client fault says not.
     pub fn may_have_applied(&self) -> bool {
         match self {
-            UpstreamError::Timeout { .. } | UpstreamError::Unreachable { .. } | UpstreamError::Malformed { .. } => true,
+            UpstreamError::Timeout { .. }
+            | UpstreamError::Unreachable { .. }
+            | UpstreamError::Malformed { .. }
+            | UpstreamError::Unnamed { .. } => true,
             UpstreamError::Refused { status, .. } => *status >= 500,
             _ => false,
         }
@@ -136,7 +144,7 @@ impl CallOutcome {
             Err(UpstreamError::Throttled { .. }) => CallOutcome::Http4xx,
             Err(UpstreamError::Timeout { .. }) => CallOutcome::Timeout,
             Err(UpstreamError::Unreachable { .. }) => CallOutcome::ConnectionError,
-            Err(UpstreamError::Malformed { .. }) => CallOutcome::InvalidResponse,
+            Err(UpstreamError::Malformed { .. } | UpstreamError::Unnamed { .. }) => CallOutcome::InvalidResponse,
             Err(UpstreamError::Client { .. } | UpstreamError::NotConfigured { .. }) => CallOutcome::ClientError,
         }
     }

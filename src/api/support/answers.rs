@@ -278,6 +278,7 @@ fn upstream_errors() -> Vec<UpstreamError> {
         },
         UpstreamError::Throttled { .. } => vec![UpstreamError::Throttled { system, retry_after: None }],
         UpstreamError::Malformed { .. } => vec![UpstreamError::Malformed { system, detail: text() }],
+        UpstreamError::Unnamed { .. } => vec![UpstreamError::Unnamed { system, status: 202, detail: text() }],
         UpstreamError::Client { .. } => vec![UpstreamError::Client { system, detail: text() }],
     }
 }

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{FieldReportError, FieldReportService, is_annotation, not_applied, version_of};
 use crate::store::fieldreport::records::MirrorRecord;
+use crate::upstream::UpstreamError;
 use crate::vocabulary::json_integer::json_integer;
 
 /// `upstream`'s fields over `document`, its annotations left out.
@@ -63,19 +64,21 @@ impl FieldReportService {
                 entity.route
             )));
         };
-        match self.upstream_by_external_id(entity, external).await {
-            Ok(Some(found)) => Ok(found),
-            Ok(None) => Err(not_applied("create", entity, external, &error)),
-            Err(read) => {
-                self.store.mark_create_unsettled(entity.route, external).await?;
-                Err(FieldReportError::OutcomeUnknown(format!(
-                    "the create of {} {external:?} may or may not have reached the field-report system ({error}; \
-                     looking it up failed too: {read}); sending the same create again is safe: it looks for this \
-                     one first",
-                    entity.route
-                )))
-            }
-        }
+        // A create the upstream took without naming its record (202 Accepted: made later) may
+        // not be found yet: that is no proof it was not applied.
+        let took = matches!(error, UpstreamError::Unnamed { .. });
+        let looked = match self.upstream_by_external_id(entity, external).await {
+            Ok(Some(found)) => return Ok(found),
+            Ok(None) if !took => return Err(not_applied("create", entity, external, &error)),
+            Ok(None) => "the field-report system shows no record of that ExternalId yet".to_string(),
+            Err(read) => format!("looking it up failed too: {read}"),
+        };
+        self.store.mark_create_unsettled(entity.route, external).await?;
+        Err(FieldReportError::OutcomeUnknown(format!(
+            "the create of {} {external:?} may or may not have reached the field-report system ({error}; {looked}); \
+             sending the same create again looks for this one first",
+            entity.route
+        )))
     }
 
     /// The upstream's record with this `ExternalId`, if it has one.

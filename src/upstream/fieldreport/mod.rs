@@ -135,13 +135,15 @@ impl FieldReportClient {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
         let address = header("odata-entityid").or_else(|| header("location"));
         let etag = header("etag");
-        Ok(Answer { text: text_answer(SYSTEM, response, odata_message).await?, address, etag })
+        let status = response.status().as_u16();
+        Ok(Answer { text: text_answer(SYSTEM, response, odata_message).await?, status, address, etag })
     }
 
     /// `POST <Set>`: the upstream's answer, with the Id it assigned. A server answering
     /// `return=minimal` (204, or a 201 without a body) names the new record only by its
     /// address (`OData-EntityId`, `Location`): its key is the Id. An answer that tells no Id
-    /// is unreadable: the create applied, under an Id not known here. A record named only by
+    /// is [`UpstreamError::Unnamed`]: the create applied, or (202) will, under an Id not known
+    /// here. A record named only by
     /// its address is read back: the server may have set fields of its own (its `Version`,
     /// which the next update must carry); the Id alone should that read fail.
     pub async fn create(&self, set: &str, record: &Value) -> Result<Value, UpstreamError> {
@@ -159,7 +161,7 @@ impl FieldReportClient {
 
     /// The answer to `POST <Set>`, its Id taken from the address when the body has none.
     async fn create_answer(&self, set: &str, record: &Value) -> Result<Value, UpstreamError> {
-        self.call_read(Method::POST, set, Some(record), |Answer { text, address, .. }| {
+        self.call_read(Method::POST, set, Some(record), |Answer { text, status, address, .. }| {
             let mut answer = record_answer(&text)?;
             let has_id = answer.get("Id").is_some_and(|id| !id.is_null());
             match address.as_deref().and_then(key_of_address) {
@@ -167,14 +169,8 @@ impl FieldReportClient {
                 Some(id) if answer.is_null() => answer = serde_json::json!({ "Id": id }),
                 Some(id) if answer.is_object() => answer["Id"] = Value::String(id),
                 _ => {
-                    return Err(UpstreamError::Malformed {
-                        system: SYSTEM,
-                        detail: format!(
-                            "a create answered without the Id it assigned (no record, no OData-EntityId or \
-                             Location): {}",
-                            summarise(&text)
-                        ),
-                    });
+                    let detail = format!("no Id, OData-EntityId or Location in {:?}", summarise(&text));
+                    return Err(UpstreamError::Unnamed { system: SYSTEM, status, detail });
                 }
             }
             Ok(answer)
@@ -273,10 +269,11 @@ impl FieldReportClient {
     }
 }
 
-/// An answer's body (empty for 204), the address of the record it names (`OData-EntityId`,
-/// else `Location`) and its `ETag`, if any.
+/// An answer's body (empty for 204), its status, the address of the record it names
+/// (`OData-EntityId`, else `Location`) and its `ETag`, if any.
 struct Answer {
     text: String,
+    status: u16,
     address: Option<String>,
     etag: Option<String>,
 }

@@ -142,7 +142,38 @@ async fn records_answered_in_the_verbose_form_are_read_inside_d(db: Db) {
     svc.stop().await;
 }
 
+/// A server that takes a create for later processing answers `202 Accepted` without a body or
+/// an address. The create was looked up by its `ExternalId` at once, not found (not made yet),
+/// and answered 502 "not applied: send it again"; sent again, the record was made twice. Its
+/// outcome is unknown (504 `upstream_outcome_unknown`), and the same create sent again looks
+/// for the first one before it sends anything: found, it is the answer, and the server holds
+/// one record.
+async fn a_create_accepted_for_later_is_an_unknown_outcome(db: Db) {
+    let fake = WriteFake::new();
+    *fake.created.lock().unwrap() = Created::Accepted;
+    let (svc, token) = start(db, &fake).await;
+    let new = json!({"Id": "a", "Version": 1, "Name": "Later", "ExternalId": "acc-1"});
+    let first = send(&svc, &token, Method::POST, COMPANIES, Some(new.clone())).await;
+    let status = first.status().as_u16();
+    let body: Value = first.json().await.unwrap();
+    assert_eq!((status, body["error_code"].as_str()), (504, Some("upstream_outcome_unknown")), "{body}");
+    assert_eq!(mirror(&svc).await, fake.versions(), "nothing stored here");
+    fake.process_accepted();
+    *fake.created.lock().unwrap() = Created::Record;
+    let again = create(&svc, &token, new).await;
+    let external = |record: &serde_json::Map<String, Value>| record.get("ExternalId") == Some(&json!("acc-1"));
+    let made = fake.records.lock().unwrap().values().filter(|record| external(record)).count();
+    assert_eq!(made, 1, "the server made the record once: {again}");
+    assert_eq!(mirror(&svc).await, fake.versions());
+    // Without an ExternalId nothing can be looked up: unknown too, never "not applied".
+    *fake.created.lock().unwrap() = Created::Accepted;
+    let unnamed = send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "b", "Version": 1}))).await;
+    assert_eq!(error_body(unnamed, 504).await["error_code"], "upstream_outcome_unknown");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_create_accepted_for_later_is_an_unknown_outcome,
     a_write_refused_with_retry_after_answers_the_wait,
     an_update_takes_the_record_the_server_answered,
     an_update_answered_with_only_a_new_etag_learns_the_servers_version,

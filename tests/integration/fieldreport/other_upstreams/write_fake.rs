@@ -25,6 +25,9 @@ pub(super) enum Created {
     LocationOnly,
     /// 201 with the record in OData v2's verbose form, `{"d": {"__metadata": …, …}}`, no address.
     Verbose,
+    /// 202 Accepted without a body or an address: the record is made later, when the test
+    /// calls [`WriteFake::process_accepted`].
+    Accepted,
 }
 
 /// How the fake answers an update it takes.
@@ -62,6 +65,11 @@ pub(super) struct WriteFake {
     /// The `Version` a created record starts at whatever was sent, as a string (OData v3's
     /// Int64), if the server assigns it.
     pub(super) first_version: Mutex<Option<i64>>,
+    /// The address a create is answered with (`{id}` standing for the new Id), when not the
+    /// server's own.
+    pub(super) address: Mutex<Option<String>>,
+    /// Creates answered 202, not made yet.
+    accepted: Mutex<Vec<(i64, Map<String, Value>)>>,
     next_id: Mutex<i64>,
 }
 
@@ -75,6 +83,8 @@ impl WriteFake {
             gone_status: Mutex::new(404),
             scripted: Mutex::default(),
             first_version: Mutex::default(),
+            accepted: Mutex::default(),
+            address: Mutex::default(),
             next_id: Mutex::new(5000),
         })
     }
@@ -83,6 +93,12 @@ impl WriteFake {
     pub(super) fn versions(&self) -> BTreeMap<String, Value> {
         let records = self.records.lock().unwrap();
         records.iter().map(|(id, record)| (id.to_string(), record["Version"].clone())).collect()
+    }
+
+    /// Makes the records of the creates answered 202 (see [`Created::Accepted`]).
+    pub(super) fn process_accepted(&self) {
+        let accepted = std::mem::take(&mut *self.accepted.lock().unwrap());
+        self.records.lock().unwrap().extend(accepted);
     }
 
     pub(super) fn script(&self, method: Method, status: u16, content_type: &'static str, body: &str) {
@@ -173,8 +189,15 @@ impl WriteFake {
         record.extend(first.map(|version| ("Version".to_string(), json!(version))));
         let mut answer = record.clone();
         answer.extend(answered.map(|version| ("Version".to_string(), version)));
+        if *self.created.lock().unwrap() == Created::Accepted {
+            self.accepted.lock().unwrap().push((id, record));
+            return empty(StatusCode::ACCEPTED);
+        }
         self.records.lock().unwrap().insert(id, record.clone());
-        let address = format!("https://fake.example/odata/Companies({id}L)");
+        let address = match &*self.address.lock().unwrap() {
+            Some(template) => template.replace("{id}", &id.to_string()),
+            None => format!("https://fake.example/odata/Companies({id}L)"),
+        };
         match *self.created.lock().unwrap() {
             Created::Record => json(StatusCode::CREATED, &answer),
             Created::NoContent => http::Response::builder()
@@ -189,6 +212,7 @@ impl WriteFake {
                 .body(Full::new(Bytes::new()))
                 .unwrap(),
             Created::Verbose => json(StatusCode::CREATED, &verbose(answer, &address)),
+            Created::Accepted => unreachable!("answered above"),
         }
     }
 

@@ -3,8 +3,12 @@
 //! without a sync.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use crate::common::{Api, Db, TestService, error_body};
+use http::StatusCode;
+use integration_service::sandbox::faults::Faults;
+use integration_service::sandbox::http::{json, serve};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -136,7 +140,50 @@ async fn a_create_takes_the_version_the_server_assigned(db: Db) {
     svc.stop().await;
 }
 
+/// A create answered `204` with an address that is not the configured server's: another
+/// host and port, another scheme, a network-path reference (`//host/…`), dot segments that
+/// climb out of the service root. The record is read back (the server sets its `Version`,
+/// which only that read tells) at the configured server under the key the address names:
+/// the address's place is never asked, so our credentials go nowhere else.
+async fn a_create_is_read_back_at_the_configured_server_only(db: Db) {
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let noted = asked.clone();
+    let log = slog::Logger::root(slog::Discard, slog::o!());
+    let elsewhere = serve("127.0.0.1:0".parse().unwrap(), Arc::new(Faults::default()), log, move |req| {
+        let authorization = req.headers.get("authorization").map(|v| v.to_str().unwrap_or("?").to_string());
+        noted.lock().unwrap().push(format!("{} {} {authorization:?}", req.method, req.path));
+        async { json(StatusCode::OK, &json!({"Id": "1", "Version": 99})) }
+    })
+    .await
+    .unwrap();
+    let fake = WriteFake::new();
+    *fake.created.lock().unwrap() = Created::NoContent;
+    *fake.first_version.lock().unwrap() = Some(7);
+    let (svc, token) = start(db, &fake).await;
+    let addresses = [
+        format!("http://{elsewhere}/odata/Companies({{id}}L)"),
+        format!("https://{elsewhere}/odata/Companies({{id}}L)"),
+        format!("//{elsewhere}/odata/Companies({{id}}L)"),
+        format!("/odata/../../{elsewhere}/odata/Companies({{id}}L)"),
+        format!("http://{elsewhere}/odata/../x/./Companies({{id}}L)"),
+    ];
+    for (n, address) in addresses.into_iter().enumerate() {
+        *fake.address.lock().unwrap() = Some(address.clone());
+        let new = json!({"Id": format!("l{n}"), "Version": 1});
+        let created = send(&svc, &token, Method::POST, COMPANIES, Some(new)).await;
+        assert_eq!(created.status(), 201, "{address}");
+        let body: Value = created.json().await.unwrap();
+        let id = body["data"]["Id"].as_str().unwrap().parse::<i64>().unwrap_or(-1);
+        assert!(fake.records.lock().unwrap().contains_key(&id), "{address}: {body}");
+        assert_eq!(body["data"]["Version"], 7, "{address}: read back at the configured server: {body}");
+    }
+    assert_eq!(*asked.lock().unwrap(), Vec::<String>::new(), "nothing asked elsewhere");
+    assert_eq!(mirror(&svc).await, fake.versions());
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_create_is_read_back_at_the_configured_server_only,
     a_create_answered_without_a_body_takes_the_id_of_its_address,
     an_update_refused_with_412_is_caught_up_as_a_conflict,
     a_record_gone_with_410_leaves_the_mirror,
