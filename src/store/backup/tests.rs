@@ -17,6 +17,20 @@ async fn store_with_a_user() -> (PathBuf, DatabaseUrl, Store) {
     (dir, url, store)
 }
 
+/// Restores `copy` once the closed store's connections have let go of the database (the
+/// store's SQLite connections outside the pool close on their own threads).
+async fn restore_once_let_go(url: &DatabaseUrl, copy: &Path) -> Restore {
+    let started = std::time::Instant::now();
+    loop {
+        match restore(url, copy) {
+            Err(BackupError::InUse(_)) if started.elapsed() < std::time::Duration::from_secs(30) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            other => return other.unwrap(),
+        }
+    }
+}
+
 async fn user_emails(store: &Store) -> Vec<String> {
     let mut emails: Vec<String> = store.list_users().await.unwrap().into_iter().map(|u| u.email).collect();
     emails.sort();
@@ -43,15 +57,7 @@ async fn a_backup_of_a_database_in_use_restores_once_it_is_no_longer_in_use() {
     drop(store);
 
     // The store's own threads (the checkpoints') let go of the file at their next turn.
-    let started = std::time::Instant::now();
-    let restored = loop {
-        match restore(&url, &copy) {
-            Err(BackupError::InUse(_)) if started.elapsed() < std::time::Duration::from_secs(30) => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await
-            }
-            other => break other.unwrap(),
-        }
-    };
+    let restored = restore_once_let_go(&url, &copy).await;
     let set_aside = restored.set_aside.expect("the replaced database is kept");
     assert!(set_aside.is_file());
     assert!(!beside(&restored.database, ".restoring").exists());
@@ -161,20 +167,6 @@ fn a_partial_file_left_by_a_stopped_backup_is_replaced() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Restores `copy` once the closed store's connections have let go of the database (the
-/// store's SQLite connections outside the pool close on their own threads).
-async fn restore_once_let_go(url: &DatabaseUrl, copy: &Path) -> Restore {
-    let started = std::time::Instant::now();
-    loop {
-        match restore(url, copy) {
-            Err(BackupError::InUse(_)) if started.elapsed() < std::time::Duration::from_secs(30) => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await
-            }
-            other => return other.unwrap(),
-        }
-    }
-}
-
 async fn tag(store: &Store, id: &str) {
     let record = crate::store::fieldreport::records::MirrorRecord {
         id: id.into(),
@@ -249,6 +241,16 @@ fn for_writing(database: &Path) -> std::fs::File {
     std::fs::OpenOptions::new().write(true).open(database).unwrap()
 }
 
+/// A folder of its own with a backup (`copy.db`) of a database with one user, whose store is
+/// closed.
+async fn backup_of_a_user() -> (PathBuf, PathBuf) {
+    let (dir, url, store) = store_with_a_user().await;
+    let copy = dir.join("copy.db");
+    backup(&url, &copy).unwrap();
+    store.close().await;
+    (dir, copy)
+}
+
 /// A folder of its own with a database that no process has open, made from the backup `copy`.
 fn copied(copy: &Path) -> (PathBuf, DatabaseUrl, PathBuf) {
     let (dir, url) = scratch();
@@ -261,10 +263,7 @@ fn copied(copy: &Path) -> (PathBuf, DatabaseUrl, PathBuf) {
 /// open, it is set aside as it is and replaced.
 #[tokio::test]
 async fn a_database_sqlite_cannot_read_is_set_aside_and_replaced() {
-    let (dir, url, store) = store_with_a_user().await;
-    let copy = dir.join("copy.db");
-    backup(&url, &copy).unwrap();
-    store.close().await;
+    let (dir, copy) = backup_of_a_user().await;
     let (damaged_dir, damaged_url, database) = copied(&copy);
     damage(&mut for_writing(&database));
     let damaged = std::fs::read(&database).unwrap();
@@ -284,10 +283,7 @@ async fn a_database_sqlite_cannot_read_is_set_aside_and_replaced() {
 /// longer read the file (a service that opened it before the damage still holds its lock).
 #[tokio::test]
 async fn a_database_sqlite_cannot_read_is_not_replaced_while_in_use() {
-    let (dir, url, store) = store_with_a_user().await;
-    let copy = dir.join("copy.db");
-    backup(&url, &copy).unwrap();
-    store.close().await;
+    let (dir, copy) = backup_of_a_user().await;
     let (damaged_dir, damaged_url, database) = copied(&copy);
     // Open before the holder's locks and kept open: closing a file releases every lock this
     // process holds on it, the holder's too (another process's, as a service's, stay).
