@@ -35,6 +35,7 @@ pub struct LoginResponse {
     /// The token, `<id>|<40 characters>`; send it as `Authorization: Bearer <access_token>`.
     pub access_token: String,
     /// Always `Bearer`.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::bearer")]
     pub token_type: String,
 }
 

@@ -16,6 +16,7 @@ use crate::metrics::{DatabaseGauges, exposition};
 #[derive(Serialize, JsonSchema)]
 pub struct Health {
     /// Always `ok`.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::ok")]
     pub status: String,
 }
 
@@ -23,8 +24,10 @@ pub struct Health {
 #[derive(Serialize, JsonSchema)]
 pub struct Readiness {
     /// `ready`.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::ready")]
     pub status: String,
-    /// `ok` when the database answered.
+    /// `ok`: the database answered.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::ok")]
     pub database: String,
 }
 

@@ -26,6 +26,7 @@ pub struct PushFailure {
 pub struct PushReport {
     pub entity: String,
     /// `create`, `update` or `delete`.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::push_kind")]
     pub kind: String,
     pub pushed: u64,
     /// Records an earlier, interrupted run had already delivered: found at the upstream and

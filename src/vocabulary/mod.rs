@@ -8,6 +8,7 @@
 
 pub mod address_group;
 pub mod calls;
+pub mod closed_set;
 pub mod field_errors;
 pub mod id_batches;
 pub mod json_integer;

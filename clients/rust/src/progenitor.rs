@@ -1602,7 +1602,7 @@ pub mod types {
             ::chrono::DateTime<::chrono::offset::Utc>,
         >,
         ///`pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled).
-        pub status: ::std::string::String,
+        pub status: DeliveryStatus,
     }
     impl Delivery {
         pub fn builder() -> builder::Delivery {
@@ -1623,6 +1623,65 @@ pub mod types {
     impl DeliveryList {
         pub fn builder() -> builder::DeliveryList {
             Default::default()
+        }
+    }
+    ///`pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled).
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum DeliveryStatus {
+        #[serde(rename = "pending")]
+        Pending,
+        #[serde(rename = "delivered")]
+        Delivered,
+        #[serde(rename = "failed")]
+        Failed,
+    }
+    impl ::std::fmt::Display for DeliveryStatus {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Pending => f.write_str("pending"),
+                Self::Delivered => f.write_str("delivered"),
+                Self::Failed => f.write_str("failed"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for DeliveryStatus {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "pending" => Ok(Self::Pending),
+                "delivered" => Ok(Self::Delivered),
+                "failed" => Ok(Self::Failed),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for DeliveryStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for DeliveryStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///A file stored in the system, attached to a service request, company or service object.
@@ -5304,9 +5363,9 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub message: ::std::option::Option<::std::string::String>,
         ///`e_signature` or `cancel_e_signature`.
-        pub mode: ::std::string::String,
+        pub mode: FlowRecordMode,
         ///`running`, `succeeded`, `failed`, `abandoned` (its client went away) or `interrupted` (the service stopped while it ran).
-        pub status: ::std::string::String,
+        pub status: FlowRecordStatus,
         ///The steps that ran, in order; a step that was running when the flow stopped is absent.
         pub steps: ::std::vec::Vec<FlowStep>,
     }
@@ -5325,6 +5384,128 @@ pub mod types {
     impl FlowRecordEnvelope {
         pub fn builder() -> builder::FlowRecordEnvelope {
             Default::default()
+        }
+    }
+    ///`e_signature` or `cancel_e_signature`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum FlowRecordMode {
+        #[serde(rename = "e_signature")]
+        ESignature,
+        #[serde(rename = "cancel_e_signature")]
+        CancelESignature,
+    }
+    impl ::std::fmt::Display for FlowRecordMode {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::ESignature => f.write_str("e_signature"),
+                Self::CancelESignature => f.write_str("cancel_e_signature"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for FlowRecordMode {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "e_signature" => Ok(Self::ESignature),
+                "cancel_e_signature" => Ok(Self::CancelESignature),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FlowRecordMode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FlowRecordMode {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///`running`, `succeeded`, `failed`, `abandoned` (its client went away) or `interrupted` (the service stopped while it ran).
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum FlowRecordStatus {
+        #[serde(rename = "running")]
+        Running,
+        #[serde(rename = "succeeded")]
+        Succeeded,
+        #[serde(rename = "failed")]
+        Failed,
+        #[serde(rename = "abandoned")]
+        Abandoned,
+        #[serde(rename = "interrupted")]
+        Interrupted,
+    }
+    impl ::std::fmt::Display for FlowRecordStatus {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Running => f.write_str("running"),
+                Self::Succeeded => f.write_str("succeeded"),
+                Self::Failed => f.write_str("failed"),
+                Self::Abandoned => f.write_str("abandoned"),
+                Self::Interrupted => f.write_str("interrupted"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for FlowRecordStatus {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "running" => Ok(Self::Running),
+                "succeeded" => Ok(Self::Succeeded),
+                "failed" => Ok(Self::Failed),
+                "abandoned" => Ok(Self::Abandoned),
+                "interrupted" => Ok(Self::Interrupted),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FlowRecordStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FlowRecordStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///Body of the one-shot request flow.
@@ -5427,7 +5608,7 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct FlowStep {
         ///`create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
-        pub action: ::std::string::String,
+        pub action: FlowStepAction,
         ///How long the step took, in milliseconds.
         pub duration_ms: i64,
         ///Why the step failed (the `error_code` the flow answered).
@@ -5437,13 +5618,155 @@ pub mod types {
         #[serde(skip_serializing_if = "::std::option::Option::is_none")]
         pub message: ::std::option::Option<::std::string::String>,
         ///`succeeded` or `failed`.
-        pub outcome: ::std::string::String,
+        pub outcome: FlowStepOutcome,
         ///1 for the first step.
         pub position: i32,
     }
     impl FlowStep {
         pub fn builder() -> builder::FlowStep {
             Default::default()
+        }
+    }
+    ///`create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum FlowStepAction {
+        #[serde(rename = "create")]
+        Create,
+        #[serde(rename = "patch_request")]
+        PatchRequest,
+        #[serde(rename = "patch_lessee")]
+        PatchLessee,
+        #[serde(rename = "wait_ready_to_sign")]
+        WaitReadyToSign,
+        #[serde(rename = "e_signature_configuration")]
+        ESignatureConfiguration,
+        #[serde(rename = "start_e_signature")]
+        StartESignature,
+        #[serde(rename = "cancel_e_signature")]
+        CancelESignature,
+        #[serde(rename = "switch_to_paper_contract")]
+        SwitchToPaperContract,
+        #[serde(rename = "contract_document_base64")]
+        ContractDocumentBase64,
+        #[serde(rename = "contract_document_link")]
+        ContractDocumentLink,
+    }
+    impl ::std::fmt::Display for FlowStepAction {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Create => f.write_str("create"),
+                Self::PatchRequest => f.write_str("patch_request"),
+                Self::PatchLessee => f.write_str("patch_lessee"),
+                Self::WaitReadyToSign => f.write_str("wait_ready_to_sign"),
+                Self::ESignatureConfiguration => f.write_str("e_signature_configuration"),
+                Self::StartESignature => f.write_str("start_e_signature"),
+                Self::CancelESignature => f.write_str("cancel_e_signature"),
+                Self::SwitchToPaperContract => f.write_str("switch_to_paper_contract"),
+                Self::ContractDocumentBase64 => f.write_str("contract_document_base64"),
+                Self::ContractDocumentLink => f.write_str("contract_document_link"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for FlowStepAction {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "create" => Ok(Self::Create),
+                "patch_request" => Ok(Self::PatchRequest),
+                "patch_lessee" => Ok(Self::PatchLessee),
+                "wait_ready_to_sign" => Ok(Self::WaitReadyToSign),
+                "e_signature_configuration" => Ok(Self::ESignatureConfiguration),
+                "start_e_signature" => Ok(Self::StartESignature),
+                "cancel_e_signature" => Ok(Self::CancelESignature),
+                "switch_to_paper_contract" => Ok(Self::SwitchToPaperContract),
+                "contract_document_base64" => Ok(Self::ContractDocumentBase64),
+                "contract_document_link" => Ok(Self::ContractDocumentLink),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FlowStepAction {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FlowStepAction {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///`succeeded` or `failed`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum FlowStepOutcome {
+        #[serde(rename = "succeeded")]
+        Succeeded,
+        #[serde(rename = "failed")]
+        Failed,
+    }
+    impl ::std::fmt::Display for FlowStepOutcome {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Succeeded => f.write_str("succeeded"),
+                Self::Failed => f.write_str("failed"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for FlowStepOutcome {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "succeeded" => Ok(Self::Succeeded),
+                "failed" => Ok(Self::Failed),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for FlowStepOutcome {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for FlowStepOutcome {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///Records found by a top-level field.
@@ -5549,11 +5872,62 @@ pub mod types {
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Health {
         ///Always `ok`.
-        pub status: ::std::string::String,
+        pub status: HealthStatus,
     }
     impl Health {
         pub fn builder() -> builder::Health {
             Default::default()
+        }
+    }
+    ///Always `ok`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum HealthStatus {
+        #[serde(rename = "ok")]
+        Ok,
+    }
+    impl ::std::fmt::Display for HealthStatus {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Ok => f.write_str("ok"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for HealthStatus {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "ok" => Ok(Self::Ok),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for HealthStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for HealthStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///One webhook call of the inbox.
@@ -5575,11 +5949,70 @@ pub mod types {
         pub outcome: ::std::option::Option<::serde_json::Value>,
         pub received_at: i64,
         ///`pending` (waiting for a first or further attempt), `done` or `failed` (given up).
-        pub state: ::std::string::String,
+        pub state: InboxEntryState,
     }
     impl InboxEntry {
         pub fn builder() -> builder::InboxEntry {
             Default::default()
+        }
+    }
+    ///`pending` (waiting for a first or further attempt), `done` or `failed` (given up).
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum InboxEntryState {
+        #[serde(rename = "pending")]
+        Pending,
+        #[serde(rename = "done")]
+        Done,
+        #[serde(rename = "failed")]
+        Failed,
+    }
+    impl ::std::fmt::Display for InboxEntryState {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Pending => f.write_str("pending"),
+                Self::Done => f.write_str("done"),
+                Self::Failed => f.write_str("failed"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for InboxEntryState {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "pending" => Ok(Self::Pending),
+                "done" => Ok(Self::Done),
+                "failed" => Ok(Self::Failed),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for InboxEntryState {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for InboxEntryState {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///The webhook inbox.
@@ -8967,11 +9400,61 @@ pub mod types {
         ///The token, `<id>|<40 characters>`; send it as `Authorization: Bearer <access_token>`.
         pub access_token: ::std::string::String,
         ///Always `Bearer`.
-        pub token_type: ::std::string::String,
+        pub token_type: LoginResponseTokenType,
     }
     impl LoginResponse {
         pub fn builder() -> builder::LoginResponse {
             Default::default()
+        }
+    }
+    ///Always `Bearer`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum LoginResponseTokenType {
+        Bearer,
+    }
+    impl ::std::fmt::Display for LoginResponseTokenType {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Bearer => f.write_str("Bearer"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for LoginResponseTokenType {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "Bearer" => Ok(Self::Bearer),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for LoginResponseTokenType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for LoginResponseTokenType {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///One model of the mirror.
@@ -11920,7 +12403,7 @@ pub mod types {
         pub failed: i64,
         pub failures: ::std::vec::Vec<PushFailure>,
         ///`create`, `update` or `delete`.
-        pub kind: ::std::string::String,
+        pub kind: PushReportKind,
         pub pushed: i64,
         ///Records an earlier, interrupted run had already delivered: found at the upstream and marked pushed without sending them again (for deletes: records the upstream no longer had).
         pub recovered: i64,
@@ -11930,6 +12413,65 @@ pub mod types {
     impl PushReport {
         pub fn builder() -> builder::PushReport {
             Default::default()
+        }
+    }
+    ///`create`, `update` or `delete`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum PushReportKind {
+        #[serde(rename = "create")]
+        Create,
+        #[serde(rename = "update")]
+        Update,
+        #[serde(rename = "delete")]
+        Delete,
+    }
+    impl ::std::fmt::Display for PushReportKind {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Create => f.write_str("create"),
+                Self::Update => f.write_str("update"),
+                Self::Delete => f.write_str("delete"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for PushReportKind {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "create" => Ok(Self::Create),
+                "update" => Ok(Self::Update),
+                "delete" => Ok(Self::Delete),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for PushReportKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for PushReportKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///A skill or certificate required for a service request and held by technicians.
@@ -12167,14 +12709,116 @@ pub mod types {
     ///The service can serve requests.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct Readiness {
-        ///`ok` when the database answered.
-        pub database: ::std::string::String,
+        ///`ok`: the database answered.
+        pub database: ReadinessDatabase,
         ///`ready`.
-        pub status: ::std::string::String,
+        pub status: ReadinessStatus,
     }
     impl Readiness {
         pub fn builder() -> builder::Readiness {
             Default::default()
+        }
+    }
+    ///`ok`: the database answered.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum ReadinessDatabase {
+        #[serde(rename = "ok")]
+        Ok,
+    }
+    impl ::std::fmt::Display for ReadinessDatabase {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Ok => f.write_str("ok"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for ReadinessDatabase {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "ok" => Ok(Self::Ok),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ReadinessDatabase {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ReadinessDatabase {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///`ready`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum ReadinessStatus {
+        #[serde(rename = "ready")]
+        Ready,
+    }
+    impl ::std::fmt::Display for ReadinessStatus {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Ready => f.write_str("ready"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for ReadinessStatus {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "ready" => Ok(Self::Ready),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ReadinessStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ReadinessStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///What a reconciling sync of one set did.
@@ -13724,7 +14368,7 @@ pub mod types {
             ::chrono::DateTime<::chrono::offset::Utc>,
         >,
         ///`active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone.
-        pub status: ::std::string::String,
+        pub status: SubscriptionStatus,
         pub url: ::std::string::String,
     }
     impl Subscription {
@@ -13749,6 +14393,61 @@ pub mod types {
     impl SubscriptionList {
         pub fn builder() -> builder::SubscriptionList {
             Default::default()
+        }
+    }
+    ///`active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum SubscriptionStatus {
+        #[serde(rename = "active")]
+        Active,
+        #[serde(rename = "disabled")]
+        Disabled,
+    }
+    impl ::std::fmt::Display for SubscriptionStatus {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Active => f.write_str("active"),
+                Self::Disabled => f.write_str("disabled"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for SubscriptionStatus {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "active" => Ok(Self::Active),
+                "disabled" => Ok(Self::Disabled),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for SubscriptionStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for SubscriptionStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///A subscription with its signing secret: shown in this answer only.
@@ -13778,12 +14477,68 @@ pub mod types {
         ///The signing secret, `whsec_<base64>`: keep it; no later answer shows it.
         pub secret: ::std::string::String,
         ///`active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone.
-        pub status: ::std::string::String,
+        pub status: SubscriptionWithSecretStatus,
         pub url: ::std::string::String,
     }
     impl SubscriptionWithSecret {
         pub fn builder() -> builder::SubscriptionWithSecret {
             Default::default()
+        }
+    }
+    ///`active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum SubscriptionWithSecretStatus {
+        #[serde(rename = "active")]
+        Active,
+        #[serde(rename = "disabled")]
+        Disabled,
+    }
+    impl ::std::fmt::Display for SubscriptionWithSecretStatus {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Active => f.write_str("active"),
+                Self::Disabled => f.write_str("disabled"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for SubscriptionWithSecretStatus {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "active" => Ok(Self::Active),
+                "disabled" => Ok(Self::Disabled),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for SubscriptionWithSecretStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for SubscriptionWithSecretStatus {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///What each sync did.
@@ -14842,13 +15597,72 @@ pub mod types {
         #[serde(rename = "entityName")]
         pub entity_name: ::std::string::String,
         ///`created`, `updated` or `deleted`.
-        pub event: ::std::string::String,
+        pub event: WebhookAcceptedEvent,
         ///Id of the call in the inbox (see `GET /api/v1/erp/show`).
         pub inbox_id: i64,
     }
     impl WebhookAccepted {
         pub fn builder() -> builder::WebhookAccepted {
             Default::default()
+        }
+    }
+    ///`created`, `updated` or `deleted`.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum WebhookAcceptedEvent {
+        #[serde(rename = "created")]
+        Created,
+        #[serde(rename = "updated")]
+        Updated,
+        #[serde(rename = "deleted")]
+        Deleted,
+    }
+    impl ::std::fmt::Display for WebhookAcceptedEvent {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::Created => f.write_str("created"),
+                Self::Updated => f.write_str("updated"),
+                Self::Deleted => f.write_str("deleted"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for WebhookAcceptedEvent {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "created" => Ok(Self::Created),
+                "updated" => Ok(Self::Updated),
+                "deleted" => Ok(Self::Deleted),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for WebhookAcceptedEvent {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for WebhookAcceptedEvent {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///The body of a POST webhook call: entity name, entity id and event. Further fields are accepted and ignored; the record is fetched from the ERP by id.
@@ -20047,7 +20861,7 @@ pub mod types {
                 ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
-            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+            status: ::std::result::Result<super::DeliveryStatus, ::std::string::String>,
         }
         impl ::std::default::Default for Delivery {
             fn default() -> Self {
@@ -20199,7 +21013,7 @@ pub mod types {
             }
             pub fn status<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::DeliveryStatus>,
                 T::Error: ::std::fmt::Display,
             {
                 self.status = value
@@ -22944,8 +23758,11 @@ pub mod types {
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
-            mode: ::std::result::Result<::std::string::String, ::std::string::String>,
-            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+            mode: ::std::result::Result<super::FlowRecordMode, ::std::string::String>,
+            status: ::std::result::Result<
+                super::FlowRecordStatus,
+                ::std::string::String,
+            >,
             steps: ::std::result::Result<
                 ::std::vec::Vec<super::FlowStep>,
                 ::std::string::String,
@@ -23015,7 +23832,7 @@ pub mod types {
             }
             pub fn mode<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::FlowRecordMode>,
                 T::Error: ::std::fmt::Display,
             {
                 self.mode = value
@@ -23027,7 +23844,7 @@ pub mod types {
             }
             pub fn status<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::FlowRecordStatus>,
                 T::Error: ::std::fmt::Display,
             {
                 self.status = value
@@ -23715,7 +24532,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct FlowStep {
-            action: ::std::result::Result<::std::string::String, ::std::string::String>,
+            action: ::std::result::Result<super::FlowStepAction, ::std::string::String>,
             duration_ms: ::std::result::Result<i64, ::std::string::String>,
             error_code: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
@@ -23725,7 +24542,10 @@ pub mod types {
                 ::std::option::Option<::std::string::String>,
                 ::std::string::String,
             >,
-            outcome: ::std::result::Result<::std::string::String, ::std::string::String>,
+            outcome: ::std::result::Result<
+                super::FlowStepOutcome,
+                ::std::string::String,
+            >,
             position: ::std::result::Result<i32, ::std::string::String>,
         }
         impl ::std::default::Default for FlowStep {
@@ -23743,7 +24563,7 @@ pub mod types {
         impl FlowStep {
             pub fn action<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::FlowStepAction>,
                 T::Error: ::std::fmt::Display,
             {
                 self.action = value
@@ -23791,7 +24611,7 @@ pub mod types {
             }
             pub fn outcome<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::FlowStepOutcome>,
                 T::Error: ::std::fmt::Display,
             {
                 self.outcome = value
@@ -24041,7 +24861,7 @@ pub mod types {
         }
         #[derive(Clone, Debug)]
         pub struct Health {
-            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+            status: ::std::result::Result<super::HealthStatus, ::std::string::String>,
         }
         impl ::std::default::Default for Health {
             fn default() -> Self {
@@ -24053,7 +24873,7 @@ pub mod types {
         impl Health {
             pub fn status<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::HealthStatus>,
                 T::Error: ::std::fmt::Display,
             {
                 self.status = value
@@ -24100,7 +24920,7 @@ pub mod types {
                 ::std::string::String,
             >,
             received_at: ::std::result::Result<i64, ::std::string::String>,
-            state: ::std::result::Result<::std::string::String, ::std::string::String>,
+            state: ::std::result::Result<super::InboxEntryState, ::std::string::String>,
         }
         impl ::std::default::Default for InboxEntry {
             fn default() -> Self {
@@ -24231,7 +25051,7 @@ pub mod types {
             }
             pub fn state<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::InboxEntryState>,
                 T::Error: ::std::fmt::Display,
             {
                 self.state = value
@@ -29219,7 +30039,7 @@ pub mod types {
                 ::std::string::String,
             >,
             token_type: ::std::result::Result<
-                ::std::string::String,
+                super::LoginResponseTokenType,
                 ::std::string::String,
             >,
         }
@@ -29246,7 +30066,7 @@ pub mod types {
             }
             pub fn token_type<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::LoginResponseTokenType>,
                 T::Error: ::std::fmt::Display,
             {
                 self.token_type = value
@@ -36023,7 +36843,7 @@ pub mod types {
                 ::std::vec::Vec<super::PushFailure>,
                 ::std::string::String,
             >,
-            kind: ::std::result::Result<::std::string::String, ::std::string::String>,
+            kind: ::std::result::Result<super::PushReportKind, ::std::string::String>,
             pushed: ::std::result::Result<i64, ::std::string::String>,
             recovered: ::std::result::Result<i64, ::std::string::String>,
             skipped: ::std::result::Result<i64, ::std::string::String>,
@@ -36080,7 +36900,7 @@ pub mod types {
             }
             pub fn kind<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::PushReportKind>,
                 T::Error: ::std::fmt::Display,
             {
                 self.kind = value
@@ -36889,10 +37709,10 @@ pub mod types {
         #[derive(Clone, Debug)]
         pub struct Readiness {
             database: ::std::result::Result<
-                ::std::string::String,
+                super::ReadinessDatabase,
                 ::std::string::String,
             >,
-            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+            status: ::std::result::Result<super::ReadinessStatus, ::std::string::String>,
         }
         impl ::std::default::Default for Readiness {
             fn default() -> Self {
@@ -36905,7 +37725,7 @@ pub mod types {
         impl Readiness {
             pub fn database<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::ReadinessDatabase>,
                 T::Error: ::std::fmt::Display,
             {
                 self.database = value
@@ -36917,7 +37737,7 @@ pub mod types {
             }
             pub fn status<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::ReadinessStatus>,
                 T::Error: ::std::fmt::Display,
             {
                 self.status = value
@@ -42224,7 +43044,10 @@ pub mod types {
                 ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
                 ::std::string::String,
             >,
-            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+            status: ::std::result::Result<
+                super::SubscriptionStatus,
+                ::std::string::String,
+            >,
             url: ::std::result::Result<::std::string::String, ::std::string::String>,
         }
         impl ::std::default::Default for Subscription {
@@ -42348,7 +43171,7 @@ pub mod types {
             }
             pub fn status<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::SubscriptionStatus>,
                 T::Error: ::std::fmt::Display,
             {
                 self.status = value
@@ -42537,7 +43360,10 @@ pub mod types {
                 ::std::string::String,
             >,
             secret: ::std::result::Result<::std::string::String, ::std::string::String>,
-            status: ::std::result::Result<::std::string::String, ::std::string::String>,
+            status: ::std::result::Result<
+                super::SubscriptionWithSecretStatus,
+                ::std::string::String,
+            >,
             url: ::std::result::Result<::std::string::String, ::std::string::String>,
         }
         impl ::std::default::Default for SubscriptionWithSecret {
@@ -42674,7 +43500,7 @@ pub mod types {
             }
             pub fn status<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::SubscriptionWithSecretStatus>,
                 T::Error: ::std::fmt::Display,
             {
                 self.status = value
@@ -46145,7 +46971,10 @@ pub mod types {
                 ::std::string::String,
                 ::std::string::String,
             >,
-            event: ::std::result::Result<::std::string::String, ::std::string::String>,
+            event: ::std::result::Result<
+                super::WebhookAcceptedEvent,
+                ::std::string::String,
+            >,
             inbox_id: ::std::result::Result<i64, ::std::string::String>,
         }
         impl ::std::default::Default for WebhookAccepted {
@@ -46198,7 +47027,7 @@ pub mod types {
             }
             pub fn event<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::string::String>,
+                T: ::std::convert::TryInto<super::WebhookAcceptedEvent>,
                 T::Error: ::std::fmt::Display,
             {
                 self.event = value

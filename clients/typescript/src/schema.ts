@@ -3692,8 +3692,11 @@ export interface components {
             last_status_code?: number | null;
             /** Format: date-time */
             next_attempt_at?: string | null;
-            /** @description `pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled). */
-            status: string;
+            /**
+             * @description `pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or `failed` (not delivered within the retry horizon, or the subscription was disabled).
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed";
         };
         /** @description A page of a subscription's deliveries, newest first. Read by key (without `page`) it has `next_cursor` and `next` while older deliveries follow this page, and neither on the last. */
         DeliveryList: {
@@ -4089,10 +4092,16 @@ export interface components {
             flowId: number;
             /** @description Why the flow ended unsuccessfully, for humans. */
             message?: string | null;
-            /** @description `e_signature` or `cancel_e_signature`. */
-            mode: string;
-            /** @description `running`, `succeeded`, `failed`, `abandoned` (its client went away) or `interrupted` (the service stopped while it ran). */
-            status: string;
+            /**
+             * @description `e_signature` or `cancel_e_signature`.
+             * @enum {string}
+             */
+            mode: "e_signature" | "cancel_e_signature";
+            /**
+             * @description `running`, `succeeded`, `failed`, `abandoned` (its client went away) or `interrupted` (the service stopped while it ran).
+             * @enum {string}
+             */
+            status: "running" | "succeeded" | "failed" | "abandoned" | "interrupted";
             /** @description The steps that ran, in order; a step that was running when the flow stopped is absent. */
             steps: components["schemas"]["FlowStep"][];
         };
@@ -4162,8 +4171,11 @@ export interface components {
         };
         /** @description One recorded step of a flow. */
         FlowStep: {
-            /** @description `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`. */
-            action: string;
+            /**
+             * @description `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`, `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`, `contract_document_base64` or `contract_document_link`.
+             * @enum {string}
+             */
+            action: "create" | "patch_request" | "patch_lessee" | "wait_ready_to_sign" | "e_signature_configuration" | "start_e_signature" | "cancel_e_signature" | "switch_to_paper_contract" | "contract_document_base64" | "contract_document_link";
             /**
              * Format: int64
              * @description How long the step took, in milliseconds.
@@ -4173,8 +4185,11 @@ export interface components {
             error_code?: string | null;
             /** @description Why the step failed, for humans. */
             message?: string | null;
-            /** @description `succeeded` or `failed`. */
-            outcome: string;
+            /**
+             * @description `succeeded` or `failed`.
+             * @enum {string}
+             */
+            outcome: "succeeded" | "failed";
             /**
              * Format: int32
              * @description 1 for the first step.
@@ -4197,8 +4212,11 @@ export interface components {
         };
         /** @description The process is up. */
         Health: {
-            /** @description Always `ok`. */
-            status: string;
+            /**
+             * @description Always `ok`.
+             * @enum {string}
+             */
+            status: "ok";
         };
         /** @description One webhook call of the inbox. */
         InboxEntry: {
@@ -4219,8 +4237,11 @@ export interface components {
             outcome?: unknown;
             /** Format: int64 */
             received_at: number;
-            /** @description `pending` (waiting for a first or further attempt), `done` or `failed` (given up). */
-            state: string;
+            /**
+             * @description `pending` (waiting for a first or further attempt), `done` or `failed` (given up).
+             * @enum {string}
+             */
+            state: "pending" | "done" | "failed";
         };
         /** @description The webhook inbox. */
         InboxSummary: {
@@ -4844,8 +4865,11 @@ export interface components {
         LoginResponse: {
             /** @description The token, `<id>|<40 characters>`; send it as `Authorization: Bearer <access_token>`. */
             access_token: string;
-            /** @description Always `Bearer`. */
-            token_type: string;
+            /**
+             * @description Always `Bearer`.
+             * @enum {string}
+             */
+            token_type: "Bearer";
         };
         /** @description One model of the mirror. */
         ModelSummary: {
@@ -5725,8 +5749,11 @@ export interface components {
             /** Format: int64 */
             failed: number;
             failures: components["schemas"]["PushFailure"][];
-            /** @description `create`, `update` or `delete`. */
-            kind: string;
+            /**
+             * @description `create`, `update` or `delete`.
+             * @enum {string}
+             */
+            kind: "create" | "update" | "delete";
             /** Format: int64 */
             pushed: number;
             /**
@@ -5829,10 +5856,16 @@ export interface components {
         };
         /** @description The service can serve requests. */
         Readiness: {
-            /** @description `ok` when the database answered. */
-            database: string;
-            /** @description `ready`. */
-            status: string;
+            /**
+             * @description `ok`: the database answered.
+             * @enum {string}
+             */
+            database: "ok";
+            /**
+             * @description `ready`.
+             * @enum {string}
+             */
+            status: "ready";
         };
         /** @description What a reconciling sync of one set did. */
         ReconcileReport: {
@@ -6459,8 +6492,11 @@ export interface components {
              * @description Until when the secret before the last rotation still signs.
              */
             previous_secret_expires_at?: string | null;
-            /** @description `active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone. */
-            status: string;
+            /**
+             * @description `active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone.
+             * @enum {string}
+             */
+            status: "active" | "disabled";
             url: string;
         };
         /** @description A page of the caller's subscriptions, oldest first. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while subscriptions follow this page, and neither on the last page. */
@@ -6513,8 +6549,11 @@ export interface components {
             previous_secret_expires_at?: string | null;
             /** @description The signing secret, `whsec_<base64>`: keep it; no later answer shows it. */
             secret: string;
-            /** @description `active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone. */
-            status: string;
+            /**
+             * @description `active`, or `disabled`: after five days of failing deliveries, or at once when its receiver answers 410 Gone.
+             * @enum {string}
+             */
+            status: "active" | "disabled";
             url: string;
         };
         /** @description What each sync did. */
@@ -6907,8 +6946,11 @@ export interface components {
             accepted: boolean;
             entityId: string;
             entityName: string;
-            /** @description `created`, `updated` or `deleted`. */
-            event: string;
+            /**
+             * @description `created`, `updated` or `deleted`.
+             * @enum {string}
+             */
+            event: "created" | "updated" | "deleted";
             /**
              * Format: int64
              * @description Id of the call in the inbox (see `GET /api/v1/erp/show`).
@@ -7853,7 +7895,7 @@ export interface operations {
                      *             "id": 1,
                      *             "next_attempt_at": 1,
                      *             "received_at": 1,
-                     *             "state": "example"
+                     *             "state": "pending"
                      *           }
                      *         ],
                      *         "done": 1,
@@ -8326,7 +8368,7 @@ export interface operations {
                      *       "accepted": true,
                      *       "entityId": "1001",
                      *       "entityName": "Example",
-                     *       "event": "example",
+                     *       "event": "created",
                      *       "inbox_id": 1
                      *     }
                      */
@@ -8403,7 +8445,7 @@ export interface operations {
                      *       "accepted": true,
                      *       "entityId": "1001",
                      *       "entityName": "Example",
-                     *       "event": "example",
+                     *       "event": "created",
                      *       "inbox_id": 1
                      *     }
                      */
@@ -12168,7 +12210,7 @@ export interface operations {
                      *               "message": "example"
                      *             }
                      *           ],
-                     *           "kind": "example",
+                     *           "kind": "create",
                      *           "pushed": 1,
                      *           "recovered": 1,
                      *           "skipped": 1
@@ -12226,7 +12268,7 @@ export interface operations {
                      *               "message": "example"
                      *             }
                      *           ],
-                     *           "kind": "example",
+                     *           "kind": "create",
                      *           "pushed": 1,
                      *           "recovered": 1,
                      *           "skipped": 1
@@ -12286,7 +12328,7 @@ export interface operations {
                      *               "message": "example"
                      *             }
                      *           ],
-                     *           "kind": "example",
+                     *           "kind": "create",
                      *           "pushed": 1,
                      *           "recovered": 1,
                      *           "skipped": 1
@@ -12348,7 +12390,7 @@ export interface operations {
                      *               "message": "example"
                      *             }
                      *           ],
-                     *           "kind": "example",
+                     *           "kind": "create",
                      *           "pushed": 1,
                      *           "recovered": 1,
                      *           "skipped": 1
@@ -18575,7 +18617,7 @@ export interface operations {
                      *           "last_error": "example",
                      *           "last_status_code": 1,
                      *           "next_attempt_at": "2026-11-27T10:00:00.000Z",
-                     *           "status": "example"
+                     *           "status": "pending"
                      *         }
                      *       ],
                      *       "next": "example",
@@ -18649,7 +18691,7 @@ export interface operations {
                      *       "last_error": "example",
                      *       "last_status_code": 1,
                      *       "next_attempt_at": "2026-11-27T10:00:00.000Z",
-                     *       "status": "example"
+                     *       "status": "pending"
                      *     }
                      */
                     "application/json": components["schemas"]["Delivery"];
@@ -19683,7 +19725,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "status": "example"
+                     *       "status": "ok"
                      *     }
                      */
                     "application/json": components["schemas"]["Health"];
@@ -19763,8 +19805,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "database": "example",
-                     *       "status": "example"
+                     *       "database": "ok",
+                     *       "status": "ready"
                      *     }
                      */
                     "application/json": components["schemas"]["Readiness"];

@@ -41,6 +41,7 @@ pub struct InboxEntry {
     pub entity_id: String,
     pub event: String,
     /// `pending` (waiting for a first or further attempt), `done` or `failed` (given up).
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::inbox_state")]
     pub state: String,
     pub attempts: i64,
     /// When the next attempt is due (epoch ms), for pending calls.

@@ -120,6 +120,7 @@ pub struct WebhookAccepted {
     #[serde(rename = "entityId")]
     pub entity_id: String,
     /// `created`, `updated` or `deleted`.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::webhook_event")]
     pub event: String,
 }
 

@@ -46,6 +46,7 @@ pub struct Delivery {
     pub financing_id: String,
     /// `pending` (not delivered yet; retried at `next_attempt_at`), `delivered` (a 2xx) or
     /// `failed` (not delivered within the retry horizon, or the subscription was disabled).
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::delivery_status")]
     pub status: String,
     pub attempts: i64,
     /// The receiver's status code at the last attempt (null: no answer).

@@ -281,8 +281,10 @@ pub struct FlowStep {
     /// `create`, `patch_request`, `patch_lessee`, `wait_ready_to_sign`, `e_signature_configuration`,
     /// `start_e_signature`, `cancel_e_signature`, `switch_to_paper_contract`,
     /// `contract_document_base64` or `contract_document_link`.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::flow_step_action")]
     pub action: String,
     /// `succeeded` or `failed`.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::flow_step_outcome")]
     pub outcome: String,
     /// How long the step took, in milliseconds.
     pub duration_ms: i64,
@@ -300,9 +302,11 @@ pub struct FlowRecord {
     #[serde(rename = "flowId")]
     pub flow_id: i64,
     /// `e_signature` or `cancel_e_signature`.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::flow_mode")]
     pub mode: String,
     /// `running`, `succeeded`, `failed`, `abandoned` (its client went away) or `interrupted`
     /// (the service stopped while it ran).
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::flow_status")]
     pub status: String,
     /// The financing request the flow created; null until its create step succeeded.
     #[serde(rename = "financingId")]

@@ -80,6 +80,7 @@ pub struct Subscription {
     pub created_at: String,
     /// `active`, or `disabled`: after five days of failing deliveries, or at once when its
     /// receiver answers 410 Gone.
+    #[schemars(schema_with = "crate::vocabulary::closed_set::of::subscription_status")]
     pub status: String,
     /// Since when its deliveries fail (null once one succeeds).
     pub failing_since: Option<String>,

@@ -52,7 +52,7 @@ async fn login_current_user_and_logout(db: Db) {
     let login = anonymous.login().body(login_request(EMAIL, PASSWORD)).send().await.expect("login");
     assert_eq!(login.status().as_u16(), 200);
     let login = login.into_inner();
-    assert_eq!(login.token_type, "Bearer");
+    assert_eq!(login.token_type.to_string(), "Bearer");
     let (id, secret) = login.access_token.split_once('|').expect("<id>|<secret>");
     assert!(id.parse::<i64>().is_ok() && secret.len() == 40, "{}", login.access_token);
 

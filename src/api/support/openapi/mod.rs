@@ -26,6 +26,8 @@ use self::schemas::{
 use self::security::{state_ability, take_bearer_token_parameter};
 use crate::api::support::answers::{self, Source};
 
+#[cfg(test)]
+mod closed_sets;
 mod errors;
 mod examples;
 mod leasing;
