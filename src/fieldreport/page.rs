@@ -130,6 +130,9 @@ pub(super) struct ReadPage {
     /// The Id and `DateModified` of each record with both: what a sync checks against the
     /// server's count (see `sync/verify.rs`).
     pub(super) stamped: Vec<(String, Stamp)>,
+    /// The Id and `DateOfCreation` (if any) of each record with an Id and no `DateModified`
+    /// (absent or null): the records never modified that a sync checks against the count.
+    pub(super) unstamped: Vec<(String, Option<Stamp>)>,
 }
 
 /// Reads the head of each of a page's records (see [`RecordHead`]).
@@ -143,6 +146,7 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
         last_key: None,
         in_key_order: true,
         stamped: Vec::new(),
+        unstamped: Vec::new(),
     };
     for mut document in page.records {
         // `Id` a string and `Version` an integer, however the upstream wrote them (see
@@ -172,6 +176,9 @@ pub(super) fn read_page(page: ODataPage) -> ReadPage {
                 }
                 if let Some(modified) = &modified {
                     read.stamped.push((id.clone(), modified.clone()));
+                } else if head.modified.as_ref().is_none_or(Value::is_null) {
+                    let created = head.created.as_ref().and_then(Value::as_str).map(Stamp::parse);
+                    read.unstamped.push((id.clone(), created));
                 }
                 let version = head.version.as_ref().and_then(json_integer).unwrap_or(0);
                 let external_id = external_id(head.external_id.as_ref());

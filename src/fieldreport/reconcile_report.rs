@@ -24,9 +24,10 @@ pub struct ReconcileReport {
     pub kept_pending: u64,
     /// The Ids of those records (the first 100).
     pub kept_pending_ids: Vec<String>,
-    /// The field-report system could not count its records (`<Set>/$count` refused): the list
-    /// of Ids was not checked against its count, and records a server ignoring `$orderby=Id`
-    /// left out of it may have been missed (never removed: a removal is confirmed by Id).
+    /// The field-report system could not count its records (`<Set>/$count` refused), or its
+    /// counts never met what it listed: the list of Ids was not checked against its count, and
+    /// records a server ignoring `$orderby=Id` left out of it may have been missed (never
+    /// removed: a removal is confirmed by Id).
     #[serde(default)]
     pub unverified: bool,
     pub seconds: f64,

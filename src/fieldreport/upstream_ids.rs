@@ -11,7 +11,11 @@
 //! counts more than it listed, the range is listed again in halves until every part lists what
 //! it counts. A single Id counted and never listed (a row the server withholds after paging,
 //! say) is asked for by Id. A server that cannot count (an error, or no number) leaves the
-//! listing unverified, and the report says so.
+//! listing unverified, and the report says so; so does one whose counts never meet what it
+//! lists (a count that disagrees with the listing would have it halve without end): at most
+//! [`LISTED_AGAIN_AT_MOST`] parts are listed again, then the listing goes on uncounted. A count
+//! answered busy or away (502, 503, 504, or a refusal asking for a wait) fails the listing, as
+//! the same answer to a page does.
 
 use std::collections::HashMap;
 
@@ -25,6 +29,13 @@ use crate::vocabulary::json_integer::json_integer;
 /// Ids asked for per request.
 const WINDOW: usize = 500;
 
+/// Parts of ranges listed again (halves) at most by one listing. A server whose count disagrees
+/// with its listing (it counts rows that no `$filter` of Ids lists) has every part halved again
+/// down to single Ids, across the whole Int64 range: a listing that never ends, holding the set's
+/// lease. A server that ignores `$orderby=Id` has a few parts listed again for each page it
+/// served out of its order.
+const LISTED_AGAIN_AT_MOST: usize = 1_000;
+
 /// What a reconciling read of the upstream's Ids.
 #[derive(Default)]
 pub(super) struct UpstreamIds {
@@ -32,8 +43,24 @@ pub(super) struct UpstreamIds {
     pub(super) versions: HashMap<String, i64>,
     /// Ids the server counted and never listed: asked for by Id.
     pub(super) counted_unlisted: Vec<String>,
-    /// The server could not count: Ids it skipped could not be told.
+    /// The server could not count, or its counts never met what it listed: Ids it skipped
+    /// could not be told.
     pub(super) unverified: bool,
+    /// Parts listed again so far (see [`LISTED_AGAIN_AT_MOST`]).
+    listed_again: usize,
+}
+
+impl UpstreamIds {
+    /// Queues `parts` to be listed again, while the listing may list parts again; past that,
+    /// the listing is unverified, and no part is counted any more.
+    fn list_again(&mut self, ranges: &mut Vec<Range>, parts: Vec<Range>) {
+        if self.listed_again + parts.len() > LISTED_AGAIN_AT_MOST {
+            self.unverified = true;
+            return;
+        }
+        self.listed_again += parts.len();
+        ranges.extend(parts);
+    }
 }
 
 /// The Ids above `lo` and up to `hi` (`i128`, so that the whole Int64 range is one).
@@ -104,7 +131,7 @@ impl FieldReportService {
                     Some(counted) if counted > 0 && range.hi == range.lo + 1 => {
                         read.counted_unlisted.push(range.hi.to_string());
                     }
-                    Some(counted) if counted > 0 => ranges.extend(range.halves(&[])),
+                    Some(counted) if counted > 0 => read.list_again(&mut ranges, range.halves(&[])),
                     _ => {}
                 }
                 continue;
@@ -118,7 +145,7 @@ impl FieldReportService {
                 .await?
                 .is_some_and(|counted| counted > listed.len() as u64)
             {
-                ranges.extend(window.halves(&listed));
+                read.list_again(&mut ranges, window.halves(&listed));
             }
         }
         Ok(read)
@@ -198,8 +225,14 @@ impl FieldReportService {
     ) -> Result<Option<u64>, FieldReportError> {
         match self.client()?.count(info.set, filter).await {
             Ok(counted) => Ok(Some(counted)),
-            // Refused (after the retries of a transient failure) or no number: a server that
-            // does not count, which fails no reconciling.
+            // Busy or away (after the retries of a transient failure): no word on whether it
+            // counts, and a page so answered fails the sync, so the count does too (a
+            // `Retry-After` answers `upstream_busy`). Taken for a server that does not count,
+            // the sync completed unverified, its cursor past the records it skipped.
+            Err(error @ UpstreamError::Refused { status: 502..=504, .. })
+            | Err(error @ UpstreamError::Refused { retry_after: Some(_), .. }) => Err(error.into()),
+            // Refused otherwise or no number: a server that does not count, which fails no
+            // reconciling.
             Err(UpstreamError::Refused { .. } | UpstreamError::Malformed { .. }) => Ok(None),
             Err(other) => Err(other.into()),
         }

@@ -12839,7 +12839,7 @@ pub mod types {
         ///Local records removed: the field-report system no longer has them.
         pub removed: i64,
         pub seconds: f64,
-        ///The field-report system could not count its records (`<Set>/$count` refused): the list of Ids was not checked against its count, and records a server ignoring `$orderby=Id` left out of it may have been missed (never removed: a removal is confirmed by Id).
+        ///The field-report system could not count its records (`<Set>/$count` refused), or its counts never met what it listed: the list of Ids was not checked against its count, and records a server ignoring `$orderby=Id` left out of it may have been missed (never removed: a removal is confirmed by Id).
         #[serde(default)]
         pub unverified: bool,
         ///Records the field-report system has.
@@ -14575,7 +14575,7 @@ pub mod types {
         ///Records without an `Id`, skipped.
         pub skipped: i64,
         pub unchanged: i64,
-        ///The field-report system could not count its records (`<Set>/$count` refused): what the sync read was not checked against its count, and records a server ignoring `$orderby` skipped may have been missed (a reconciling finds them).
+        ///The field-report system could not count its records (`<Set>/$count` refused), or its counts never met what it listed: what the sync read was not checked against its count, and records a server ignoring `$orderby` skipped may have been missed (a reconciling finds them).
         #[serde(default)]
         pub unverified: bool,
         pub updated: i64,

@@ -5901,7 +5901,7 @@ export interface components {
             /** Format: double */
             seconds: number;
             /**
-             * @description The field-report system could not count its records (`<Set>/$count` refused): the list of Ids was not checked against its count, and records a server ignoring `$orderby=Id` left out of it may have been missed (never removed: a removal is confirmed by Id).
+             * @description The field-report system could not count its records (`<Set>/$count` refused), or its counts never met what it listed: the list of Ids was not checked against its count, and records a server ignoring `$orderby=Id` left out of it may have been missed (never removed: a removal is confirmed by Id).
              * @default false
              */
             unverified?: boolean;
@@ -6596,7 +6596,7 @@ export interface components {
             /** Format: int64 */
             unchanged: number;
             /**
-             * @description The field-report system could not count its records (`<Set>/$count` refused): what the sync read was not checked against its count, and records a server ignoring `$orderby` skipped may have been missed (a reconciling finds them).
+             * @description The field-report system could not count its records (`<Set>/$count` refused), or its counts never met what it listed: what the sync read was not checked against its count, and records a server ignoring `$orderby` skipped may have been missed (a reconciling finds them).
              * @default false
              */
             unverified?: boolean;

@@ -3,7 +3,7 @@
 use generated::fieldreport::EntityInfo;
 use tokio::sync::mpsc;
 
-use super::query::{From, Literal, StampedField, query};
+use super::query::{Forms, From, Literal, query};
 use crate::fieldreport::page::{
     Key, ReadPage, last_in_id_order, last_key, last_stamp_in_id_order, last_unmodified_key, read_page,
 };
@@ -21,16 +21,16 @@ use crate::upstream::{System, UpstreamError};
 /// Only the last keyed record of a page is read here, so that the next query is on its way
 /// while [`read_pages`] reads the page (which checks that the key was the page's greatest).
 /// Stops at the first failure (sent as the last item) or when nobody takes pages any more.
-/// Returns the form of `DateModified` literals the server took (see [`Literal`]).
+/// Returns the form of each stamped field's literals the server took (see [`Literal`]).
 pub(super) async fn fetch_pages(
     client: FieldReportClient,
     info: &'static EntityInfo,
     mut from: From,
     pages: mpsc::Sender<Result<(ODataPage, Option<Key>), UpstreamError>>,
-) -> Literal {
+) -> Forms {
     // The form of each stamped field's literals, and whether another was tried for it.
     let mut forms = [(Literal::DESCRIBED, false); 2];
-    let taken = |forms: &[(Literal, bool); 2]| forms[StampedField::DateModified as usize].0;
+    let taken = |forms: &[(Literal, bool); 2]| -> Forms { [forms[0].0, forms[1].0] };
     loop {
         let (literal, tried) = &mut forms[from.stamped_field() as usize];
         let mut answer = client.page_with_records(info.set, &query(info, &from, *literal)).await;
@@ -144,21 +144,21 @@ pub(super) fn malformed(info: &EntityInfo, what: String) -> UpstreamError {
 
 /// The tasks that fetch and read a sync's pages; stopped when dropped (with the sync).
 pub(super) struct Fetching {
-    pub(super) fetch: tokio::task::JoinHandle<Literal>,
+    pub(super) fetch: tokio::task::JoinHandle<Forms>,
     pub(super) read: tokio::task::JoinHandle<()>,
 }
 
 impl Fetching {
     /// Whether the tasks ended as they should, after their last page or failure: a task that
     /// panicked sent neither, and its pages would look like the whole of them. The form of
-    /// `DateModified` literals the server took.
-    pub(super) async fn ended(mut self) -> Result<Literal, FieldReportError> {
+    /// each stamped field's literals the server took.
+    pub(super) async fn ended(mut self) -> Result<Forms, FieldReportError> {
         let abnormal = |e: tokio::task::JoinError| {
             FieldReportError::Internal(format!("fetching the pages of a sync ended abnormally: {e}"))
         };
-        let literal = (&mut self.fetch).await.map_err(abnormal)?;
+        let forms = (&mut self.fetch).await.map_err(abnormal)?;
         (&mut self.read).await.map_err(abnormal)?;
-        Ok(literal)
+        Ok(forms)
     }
 }
 

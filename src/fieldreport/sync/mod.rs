@@ -171,7 +171,7 @@ impl FieldReportService {
         let (sender, fetched) = mpsc::channel(PAGES_AHEAD);
         let (read, mut pages) = mpsc::channel(PAGES_AHEAD);
         let from = start(previous.as_deref(), self.sync_overlap());
-        let mut read_since = ReadSince::new(from.modified());
+        let mut read_since = ReadSince::new(from.clone());
         let fetch = Fetching {
             fetch: tokio::spawn(fetch_pages(client.clone(), info, from, sender)),
             read: tokio::spawn(read_pages(info, fetched, read)),
@@ -229,6 +229,9 @@ impl FieldReportService {
                     for (id, modified) in &page.stamped {
                         reading.add(id, modified);
                     }
+                    for (id, created) in &page.unstamped {
+                        reading.add_unmodified(id, created.as_ref());
+                    }
                     let before = records.len() + page.records.len();
                     records.extend(page.records.into_iter().filter(|record| !deleted.contains(&record.id)));
                     report.deleted_here += (before - records.len()) as u64;
@@ -278,9 +281,9 @@ impl FieldReportService {
             report = store_pages => report?,
             lost = renew_lease => return Err(lost),
         };
-        let literal = fetch.ended().await?;
+        let forms = fetch.ended().await?;
         // Before the cursor is recorded: a sync that fails here records none.
-        self.verify_sync(info, owner, read_since, literal, &deleted_here, &mut report).await?;
+        self.verify_sync(info, owner, read_since, forms, &deleted_here, &mut report).await?;
         Ok(report)
     }
 }

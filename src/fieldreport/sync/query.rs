@@ -142,6 +142,9 @@ pub(super) enum StampedField {
     DateModified = 1,
 }
 
+/// The form of each stamped field's literals that the server took, by [`StampedField`].
+pub(super) type Forms = [Literal; 2];
+
 /// How a sync's filters write a `DateModified` value: the prefix of a typed literal
 /// (`datetime'…'`) or none (bare).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

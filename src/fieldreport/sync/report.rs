@@ -27,9 +27,10 @@ pub struct SyncReport {
     /// server's count and fetched by Id, that were stored anew or changed.
     #[serde(default)]
     pub recovered: u64,
-    /// The field-report system could not count its records (`<Set>/$count` refused): what the
-    /// sync read was not checked against its count, and records a server ignoring `$orderby`
-    /// skipped may have been missed (a reconciling finds them).
+    /// The field-report system could not count its records (`<Set>/$count` refused), or its
+    /// counts never met what it listed: what the sync read was not checked against its count,
+    /// and records a server ignoring `$orderby` skipped may have been missed (a reconciling
+    /// finds them).
     #[serde(default)]
     pub unverified: bool,
     /// With `reconcile`: what the reconciling that followed the sync removed and kept.

@@ -37,14 +37,14 @@ async fn writes_in_flight_know_their_records() {
 /// that sent its last page.
 #[tokio::test]
 async fn a_fetching_that_panicked_is_an_error_of_the_sync() {
-    let fetched = || tokio::spawn(async { Literal(None) });
+    let fetched = || tokio::spawn(async { [Literal(None); 2] });
     let panicked = Fetching { fetch: fetched(), read: tokio::spawn(async { panic!("a fault of the reading") }) };
     let ended = panicked.ended().await;
     assert!(matches!(ended, Err(FieldReportError::Internal(ref m)) if m.contains("abnormally")), "{ended:?}");
     let panicked =
         Fetching { fetch: tokio::spawn(async { panic!("a fault of the fetching") }), read: tokio::spawn(async {}) };
     assert!(panicked.ended().await.is_err());
-    assert_eq!(Fetching { fetch: fetched(), read: tokio::spawn(async {}) }.ended().await.unwrap(), Literal(None));
+    assert_eq!(Fetching { fetch: fetched(), read: tokio::spawn(async {}) }.ended().await.unwrap(), [Literal(None); 2]);
 }
 
 /// Dropped with its sync, the fetching stops: it no longer holds the pages' sender.
@@ -54,7 +54,7 @@ async fn a_dropped_fetching_stops() {
     let fetching = Fetching {
         fetch: tokio::spawn(async move {
             let _sender = sender;
-            std::future::pending::<Literal>().await
+            std::future::pending::<Forms>().await
         }),
         read: tokio::spawn(async {}),
     };

@@ -42,6 +42,12 @@ pub(super) struct Fake {
     pub(super) heap_order: Mutex<Option<Vec<i64>>>,
     /// `<Set>/$count` refused (404), as by a server that cannot count.
     pub(super) uncounted: std::sync::atomic::AtomicBool,
+    /// Rows every `<Set>/$count` counts beyond what its `$filter` lists: a count that never
+    /// meets the listing, however narrow the filter.
+    pub(super) miscounted: std::sync::atomic::AtomicUsize,
+    /// `<Set>/$count` answered with this status and `Retry-After` (seconds), if any: a busy
+    /// server.
+    pub(super) count_refused: Mutex<Option<(u16, Option<u64>)>>,
 }
 
 /// The next link of an empty page, at a server with a paging bug: two links that lead to each
@@ -77,6 +83,16 @@ impl Fake {
         self.records.lock().unwrap().insert(id, record.as_object().unwrap().clone());
     }
 
+    /// Thirty records changed a second apart from `00:01:00`, listed in their rows' written
+    /// order (`$orderby` ignored): the ten changed first come last, after a page whose last key
+    /// is stamped after them, so a sync going on from that key skips them.
+    pub(super) fn change_thirty_listing_ten_last(&self) {
+        for n in 0..30 {
+            self.put(1001 + n, 2, &format!("2026-01-01T00:01:{n:02}"));
+        }
+        *self.heap_order.lock().unwrap() = Some((1011..=1030).chain(1001..=1010).collect());
+    }
+
     pub(super) fn visible(&self) -> BTreeMap<String, Value> {
         let hidden = self.hidden.lock().unwrap();
         let records = self.records.lock().unwrap();
@@ -90,6 +106,14 @@ impl Fake {
             ["odata", "Companies", "$count"] if !self.uncounted.load(std::sync::atomic::Ordering::Relaxed) => true,
             _ => return refused(404, "no such resource"),
         };
+        if let Some((status, wait)) = *self.count_refused.lock().unwrap()
+            && counted
+        {
+            let mut busy = refused(status, "the server is busy");
+            let wait = wait.map(|seconds| http::HeaderValue::from_str(&seconds.to_string()).unwrap());
+            busy.headers_mut().extend(wait.map(|wait| (http::header::RETRY_AFTER, wait)));
+            return busy;
+        }
         let pairs: BTreeMap<String, String> =
             url::form_urlencoded::parse(req.query.as_deref().unwrap_or_default().as_bytes()).into_owned().collect();
         let filter = match pairs.get("$filter") {
@@ -122,7 +146,7 @@ impl Fake {
         }
         if counted {
             // Rows withheld after paging are counted: a count reads the table, not the pages.
-            let text = chosen.len().to_string();
+            let text = (chosen.len() + self.miscounted.load(std::sync::atomic::Ordering::Relaxed)).to_string();
             return http::Response::builder().status(200).body(text.into()).unwrap();
         }
         let chosen = chosen.into_iter().map(|(_, served)| served);

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use crate::common::{Api, Db};
 use serde_json::{Value, json};
 
+mod counted;
 mod fake;
 mod push_answers;
 mod write_answers;
@@ -336,10 +337,7 @@ async fn a_server_ignoring_the_key_order_loses_no_change_to_a_sync(db: Db) {
     let fake = Fake::seeded(50, "");
     let (svc, token) = start(db, &fake).await;
     first_sync(&svc, &token, 50).await;
-    for n in 0..30 {
-        fake.put(1001 + n, 2, &format!("2026-01-01T00:01:{n:02}"));
-    }
-    *fake.heap_order.lock().unwrap() = Some((1011..=1030).chain(1001..=1010).collect());
+    fake.change_thirty_listing_ten_last();
     let (status, next) = sync(&svc, &token, "").await;
     assert_eq!(status, 200, "{next}");
     assert_eq!(mirror(&svc).await, fake.visible(), "{next}");

@@ -1,0 +1,118 @@
+//! What a sync read, checked against the server's count, at servers whose paging or counting
+//! the check must see through: records never modified skipped by a server ignoring `$orderby`,
+//! stamps kept finer than written, a count that never meets the listing, a busy count.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::common::Db;
+use serde_json::json;
+
+use super::fake::{Fake, first_sync, mirror, start, sync};
+
+/// A server that ignores `$orderby=Id` and lists in its rows' written order, ten a page: of the
+/// twenty records never modified (no `DateModified`), read first by `Id gt <last>`, the ten
+/// written last have the lower Ids. The first page is in ascending Id order, the query after
+/// it (`Id gt 2020L`) answers none, and the sync went on to the stamped records: the ten were
+/// never read, and no later sync asks for them (created before its window). The server's count
+/// of the records never modified tells of them; the mirror ends equal to the server.
+async fn records_never_modified_skipped_by_the_paging_are_recovered(db: Db) {
+    let fake = Fake::seeded(30, "");
+    for id in 2001..=2020 {
+        fake.put_unmodified(id, Some("2025-12-31T00:00:00"));
+    }
+    *fake.heap_order.lock().unwrap() = Some((2011..=2020).chain(2001..=2010).collect());
+    let (svc, token) = start(db, &fake).await;
+    let (status, first) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "the records never modified skipped: {first}");
+    let report = &first["data"][0];
+    assert_eq!((report["recovered"].clone(), report["unverified"].clone()), (json!(10), json!(false)), "{first}");
+    let (status, again) = sync(&svc, &token, "").await;
+    assert_eq!((status, again["data"][0]["recovered"].clone()), (200, json!(0)), "{again}");
+    svc.stop().await;
+}
+
+/// A server that keeps finer stamps than it writes (ticks kept, whole seconds written), and
+/// ignores `$orderby` (lists in Id order, ten a page): thirty records changed within the second
+/// it writes `00:02:00`, kept after it; five changed a minute before, listed after them. The
+/// sync reads the thirty (past the tie, by Id) and never the five. The count of the records
+/// stamped up to the newest stamp read (`DateModified le 00:02:00`) left out the thirty read,
+/// kept after that stamp, so it counted fewer than were read and the five went unseen. Counted
+/// until a step after the newest stamp, the thirty are counted and the five told of.
+async fn records_kept_after_the_newest_stamp_written_are_counted(db: Db) {
+    let fake = Fake::seeded(50, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    for id in 1001..=1030 {
+        fake.put(id, 2, "2026-01-01T00:02:00");
+        let tick = 5_000_000 + (id - 1000) * 1_000;
+        fake.finer.lock().unwrap().insert(id, format!("2026-01-01T00:02:00.{tick:07}"));
+    }
+    for n in 0..5 {
+        fake.put(1031 + n, 2, &format!("2026-01-01T00:01:{n:02}"));
+    }
+    fake.unordered.store(true, Ordering::Relaxed);
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "the records changed before the tie skipped: {next}");
+    let report = &next["data"][0];
+    assert_eq!((report["recovered"].clone(), report["unverified"].clone()), (json!(5), json!(false)), "{next}");
+    svc.stop().await;
+}
+
+/// A server whose count never meets what it lists (it counts a row more than any `$filter`
+/// lists): every part of a listing counted more than it listed, and was halved again, down to
+/// single Ids across the whole Int64 range, without end, holding the set's lease. The halving
+/// stops after a bounded number of parts; the sync and the reconciling complete, their reports
+/// unverified, and the mirror equals the server.
+async fn a_count_that_never_meets_the_listing_ends_unverified(db: Db) {
+    let fake = Fake::seeded(50, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    fake.put(1001, 2, "2026-01-01T00:01:00");
+    fake.miscounted.store(1, Ordering::Relaxed);
+    let ended = |what: &str| format!("the {what} of a server whose count never meets its listing never ended");
+    let synced = tokio::time::timeout(Duration::from_secs(60), sync(&svc, &token, "")).await;
+    let (status, next) = synced.unwrap_or_else(|_| panic!("{}", ended("sync")));
+    assert_eq!(status, 200, "{next}");
+    let report = &next["data"][0];
+    assert_eq!((report["updated"].clone(), report["unverified"].clone()), (json!(1), json!(true)), "{next}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    let reconciling = tokio::time::timeout(Duration::from_secs(60), sync(&svc, &token, "?reconcile=true")).await;
+    let (status, reconciled) = reconciling.unwrap_or_else(|_| panic!("{}", ended("reconciling")));
+    assert_eq!(status, 200, "{reconciled}");
+    let report = &reconciled["data"][0]["reconcile"];
+    assert_eq!((report["unverified"].clone(), report["removed"].clone()), (json!(true), json!(0)), "{reconciled}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
+    svc.stop().await;
+}
+
+/// A server that ignores `$orderby` (as in `a_server_ignoring_the_key_order_loses_no_change_to_a_sync`)
+/// and answers its count 503 with `Retry-After`, busy: the count was taken for one the server
+/// cannot give, and the sync completed unverified, its cursor past the ten records it skipped.
+/// It fails as a page so answered fails it (`upstream_busy`), records no cursor, and the next
+/// sync, once the server counts, recovers the ten.
+async fn a_count_answered_busy_fails_the_sync(db: Db) {
+    let fake = Fake::seeded(50, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    fake.change_thirty_listing_ten_last();
+    *fake.count_refused.lock().unwrap() = Some((503, Some(7)));
+    let (status, busy) = sync(&svc, &token, "").await;
+    assert_eq!((status, busy["error_code"].clone()), (503, json!("upstream_busy")), "{busy}");
+    *fake.count_refused.lock().unwrap() = None;
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    let report = &next["data"][0];
+    assert_eq!((report["recovered"].clone(), report["unverified"].clone()), (json!(10), json!(false)), "{next}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    svc.stop().await;
+}
+
+on_both_databases!(
+    records_never_modified_skipped_by_the_paging_are_recovered,
+    records_kept_after_the_newest_stamp_written_are_counted,
+    a_count_that_never_meets_the_listing_ends_unverified,
+    a_count_answered_busy_fails_the_sync,
+);
