@@ -171,12 +171,22 @@ impl Store {
     pub async fn prune_feed_removals(&self, before_ms: i64) -> Result<u64, StoreError> {
         let mut tx = self.write_transaction().await?;
         sqlx::query(expire_removals(self.dialect())).bind(before_ms).execute(&mut *tx).await?;
-        let done =
-            sqlx::query("DELETE FROM mirror_removals WHERE removed_at < $1").bind(before_ms).execute(&mut *tx).await?;
+        let done = sqlx::query(DELETE_EXPIRED_REMOVALS).bind(before_ms).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(done.rows_affected())
     }
 }
+
+/// The tombstones made before `$1` that their set's `expired_through` counts (the statement
+/// after [`expire_removals`], in its transaction). On Postgres each statement reads the
+/// commits made before it began: a removal committed between the two, made before `$1` (its
+/// time is taken when it is made, not when it commits, and the removal may have waited for a
+/// lock meanwhile), was not counted by the first; deleted by time alone, it would be gone
+/// without its number in `expired_through`, and a consumer at a position before it would be
+/// answered neither the removal nor 410. It stays for the next prune.
+const DELETE_EXPIRED_REMOVALS: &str = "DELETE FROM mirror_removals WHERE removed_at < $1 \
+     AND change_seq <= (SELECT feed.expired_through FROM mirror_feed feed \
+                        WHERE feed.mirror = mirror_removals.mirror AND feed.entity = mirror_removals.entity)";
 
 /// Moves each set's `expired_through` to the newest of its tombstones made before `$1`. The
 /// tombstones are found by their time's index alone, so the work grows with the tombstones

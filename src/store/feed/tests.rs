@@ -128,6 +128,59 @@ async fn pruned_removals_mark_where_the_feed_expired() {
     .await;
 }
 
+/// A removal committed between the prune's two statements (on Postgres each reads what was
+/// committed before it began), made before the cutoff, in a set that had no tombstone to
+/// expire: the delete leaves it, or counts it in the set's `expired_through`; never drops it
+/// uncounted, which would leave a consumer before it with neither the removal nor a 410.
+/// Postgres takes it from another connection, committed; SQLite, which lets one writer in at
+/// a time, in the prune's transaction, where its delete sees it the same way.
+#[tokio::test]
+async fn a_removal_committed_during_a_prune_is_counted_or_kept() {
+    crate::store::testing::on_both_databases(async |store| {
+        let dialect = store.dialect();
+        store.mirror_upsert_page("tags", vec![SyncedRecord::named(1, "a"), SyncedRecord::named(2, "b")]).await.unwrap();
+        store.mirror_upsert_page("users", vec![SyncedRecord::named(1, "u")]).await.unwrap();
+        assert!(store.mirror_delete("tags", "1").await.unwrap());
+        let before = store.feed_position(Mirror::FieldReport, "users").await.unwrap().last_seq;
+        let cutoff = now_ms() + 60_000;
+
+        let mut tx = store.write_transaction().await.unwrap();
+        sqlx::query(expire_removals(dialect)).bind(cutoff).execute(&mut *tx).await.unwrap();
+        let number = "UPDATE mirror_feed SET last_seq = last_seq + 1 WHERE mirror = 'fieldreport' AND entity = 'users'";
+        let tombstone = "INSERT INTO mirror_removals (mirror, entity, change_seq, record_id, removed_at) \
+             SELECT mirror, entity, last_seq, 'gone', $1 FROM mirror_feed WHERE mirror = 'fieldreport' AND entity = 'users'";
+        if dialect == Dialect::Postgres {
+            let mut late = store.pool().begin().await.unwrap();
+            sqlx::query(number).execute(&mut *late).await.unwrap();
+            sqlx::query(tombstone).bind(cutoff - 1).execute(&mut *late).await.unwrap();
+            late.commit().await.unwrap();
+        } else {
+            sqlx::query(number).execute(&mut *tx).await.unwrap();
+            sqlx::query(tombstone).bind(cutoff - 1).execute(&mut *tx).await.unwrap();
+        }
+        sqlx::query(DELETE_EXPIRED_REMOVALS).bind(cutoff).execute(&mut *tx).await.unwrap();
+        tx.commit().await.unwrap();
+
+        let late = before + 1;
+        let kept = store.feed_changes(Mirror::FieldReport, "users", before, 10).await.unwrap();
+        let expired_through = store.feed_position(Mirror::FieldReport, "users").await.unwrap().expired_through;
+        assert!(
+            read(&kept) == [change("gone", None)] || expired_through >= late,
+            "{dialect:?}: the removal {late} committed during the prune is gone uncounted (expired_through \
+             {expired_through}): a consumer at {before} would read {:?} and no 410",
+            read(&kept)
+        );
+        assert!(
+            read(&store.feed_changes(Mirror::FieldReport, "tags", 0, 10).await.unwrap()) == [change("2", Some("b"))],
+            "{dialect:?}: the tombstone counted is pruned"
+        );
+        // The next prune counts and removes it.
+        assert_eq!(store.prune_feed_removals(cutoff).await.unwrap(), 1, "{dialect:?}");
+        assert_eq!(store.feed_position(Mirror::FieldReport, "users").await.unwrap().expired_through, late);
+    })
+    .await;
+}
+
 /// Postgres: a sync's writer reserves its numbers outside its transaction (migration 0033).
 /// While it has not committed, a reader passes neither its numbers nor any after them (a
 /// batch of the same sync and another write committed meanwhile wait); once it commits, every
