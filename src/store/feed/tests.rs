@@ -299,3 +299,52 @@ async fn the_expiry_of_pruned_tombstones_reads_them_by_time() {
     })
     .await;
 }
+
+/// Postgres: a page of the feed is answered once the write-ahead log is on disk through the
+/// commits it read: the mirror's writes that commit without waiting for the flush (here an
+/// answered forwarded write) are read before it, and a crash would hand their numbers out
+/// again. Rounds until five found the log unflushed before the read (the WAL writer flushes
+/// it within its delay, 200 ms, and so does any commit that waits for the flush, another
+/// test's): the read must have flushed it. SQLite: the pages only.
+#[tokio::test]
+async fn a_feed_page_is_answered_once_what_it_read_is_on_disk() {
+    crate::store::testing::on_both_databases(async |store| {
+        let dialect = store.dialect();
+        let mut unflushed_rounds = 0;
+        for round in 0..20 {
+            let id = format!("r{round}");
+            store.mirror_insert("tags", &record(&id, 1, "n"), None).await.unwrap();
+            let behind = if dialect == Dialect::Postgres {
+                let (written, behind): (String, i64) = sqlx::query_as(
+                    "SELECT pg_current_wal_insert_lsn()::text, \
+                     CAST(CASE WHEN pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN 1 ELSE 0 END AS BIGINT)",
+                )
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+                Some((written, behind == 1))
+            } else {
+                None
+            };
+            let page = crate::feed::changes(store, Mirror::FieldReport, "tags", None, None).await.unwrap();
+            assert_eq!(page.changes.last().map(|change| change.id.as_str()), Some(id.as_str()), "{dialect:?}");
+            let Some((written, behind)) = behind else { continue };
+            let flushed: i64 = sqlx::query_scalar(
+                "SELECT CAST(CASE WHEN pg_current_wal_flush_lsn() >= CAST($1 AS pg_lsn) THEN 1 ELSE 0 END AS BIGINT)",
+            )
+            .bind(&written)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+            assert_eq!(flushed, 1, "round {round}: the page answered a write not yet on disk (log at {written})");
+            unflushed_rounds += i32::from(behind);
+            if unflushed_rounds >= 5 {
+                break;
+            }
+        }
+        if dialect == Dialect::Postgres {
+            assert!(unflushed_rounds > 0, "no round found the log unflushed before the read: nothing was shown");
+        }
+    })
+    .await;
+}
