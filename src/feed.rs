@@ -90,11 +90,17 @@ pub async fn changes(
         return Err(FeedError::Unknown { entity: entity.to_string(), since, last: position.last_seq });
     }
     let next = changes.last().map_or(since, |change| change.seq);
+    if !changes.is_empty() {
+        // Answered once what was read is on disk: numbers a crash could hand out again are
+        // never answered. A page without a change answers the position asked, answered before.
+        store.make_feed_durable().await?;
+    }
     Ok(ChangePage { changes, next: Since { generation: Some(position.generation), seq: next } })
 }
 
 /// Where the feed of `entity` stands: an export that starts here and reads every record after
-/// is followed from this position.
+/// is followed from this position. Not yet durable on Postgres: the export answers it at its
+/// end, after [`Store::make_feed_durable`] (`crate::api::support::feed::export`).
 pub async fn position(store: &Store, mirror: Mirror, entity: &str) -> Result<Since, FeedError> {
     let position = store.feed_position(mirror, entity).await?;
     Ok(Since { generation: Some(position.generation), seq: position.last_seq })

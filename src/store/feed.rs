@@ -155,6 +155,28 @@ impl Store {
         })
     }
 
+    /// Postgres: returns once the write-ahead log is on disk through every commit made before
+    /// the call; a feed page or an export is answered after it. The mirror's writes of a sync,
+    /// of an answered forwarded write, and the sync's number reservations commit without
+    /// waiting for the flush (`synchronous_commit = off`), and are read before it: a consumer
+    /// answered a number that a crash of the server then loses is answered 410 until new
+    /// writes reach it, then skips, unawares, the changes that took the numbers again.
+    ///
+    /// A commit is seen only once its record is in the log: flushed through the log's insert
+    /// position, read after the answer's reads, the answer is durable. Only when the flush is
+    /// behind that position does the statement lock the feed's history row (`FOR KEY SHARE`,
+    /// which no lock taken elsewhere conflicts with): its transaction has written to the log
+    /// (one that only reads commits without a flush, even with a transaction id), and commits
+    /// with the session's `synchronous_commit` (on), flushing the log through its commit.
+    /// Otherwise it writes and waits for nothing. SQLite: nothing (docs/reliability.md, "What
+    /// it does not guarantee").
+    pub async fn make_feed_durable(&self) -> Result<(), StoreError> {
+        if self.dialect() == Dialect::Postgres {
+            sqlx::query(FLUSH_IF_BEHIND).execute(self.pool()).await?;
+        }
+        Ok(())
+    }
+
     /// Postgres: binds the feed to the database that holds it (migration 0038): a database
     /// restored from another's dump begins another history, so positions answered by the
     /// other are refused. Run at each start, after the migrations. SQLite's `restore` does it
@@ -171,12 +193,26 @@ impl Store {
     pub async fn prune_feed_removals(&self, before_ms: i64) -> Result<u64, StoreError> {
         let mut tx = self.write_transaction().await?;
         sqlx::query(expire_removals(self.dialect())).bind(before_ms).execute(&mut *tx).await?;
-        let done =
-            sqlx::query("DELETE FROM mirror_removals WHERE removed_at < $1").bind(before_ms).execute(&mut *tx).await?;
+        let done = sqlx::query(DELETE_EXPIRED_REMOVALS).bind(before_ms).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(done.rows_affected())
     }
 }
+
+/// See [`Store::make_feed_durable`]; run on its own, so that it commits.
+const FLUSH_IF_BEHIND: &str = "SELECT id FROM mirror_feed_history \
+     WHERE pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() FOR KEY SHARE";
+
+/// The tombstones made before `$1` that their set's `expired_through` counts (the statement
+/// after [`expire_removals`], in its transaction). On Postgres each statement reads the
+/// commits made before it began: a removal committed between the two, made before `$1` (its
+/// time is taken when it is made, not when it commits, and the removal may have waited for a
+/// lock meanwhile), was not counted by the first; deleted by time alone, it would be gone
+/// without its number in `expired_through`, and a consumer at a position before it would be
+/// answered neither the removal nor 410. It stays for the next prune.
+const DELETE_EXPIRED_REMOVALS: &str = "DELETE FROM mirror_removals WHERE removed_at < $1 \
+     AND change_seq <= (SELECT feed.expired_through FROM mirror_feed feed \
+                        WHERE feed.mirror = mirror_removals.mirror AND feed.entity = mirror_removals.entity)";
 
 /// Moves each set's `expired_through` to the newest of its tombstones made before `$1`. The
 /// tombstones are found by their time's index alone, so the work grows with the tombstones

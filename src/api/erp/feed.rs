@@ -115,7 +115,7 @@ pub async fn erp_export(
     // Where the feed stands before the first record is read: whatever is written meanwhile
     // comes again in the feed after it.
     let position = crate::feed::position(&store, FeedMirror::Erp, info.name).await?;
-    crate::api::support::feed::export(position, place, move |after| {
+    crate::api::support::feed::export(store.clone(), position, place, move |after| {
         let store = store.clone();
         async move {
             let page = store.erp_after(info.name, after.as_deref(), i64::from(EXPORT_PAGE)).await?;

@@ -83,7 +83,7 @@ pub async fn export<E: MirroredEntity>(
     // Where the feed stands before the first record is read: whatever is written meanwhile
     // comes again in the feed after it.
     let position = crate::feed::position(&store, FeedMirror::FieldReport, E::INFO.route).await?;
-    crate::api::support::feed::export(position, place, move |after| {
+    crate::api::support::feed::export(store.clone(), position, place, move |after| {
         let store = store.clone();
         async move {
             let page = store.mirror_after(E::INFO.route, after.as_deref(), i64::from(EXPORT_PAGE)).await?;

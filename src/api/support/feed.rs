@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use crate::api::support::per_user::{PerUser, Place};
 use crate::error::{ApiError, FieldErrors};
 use crate::feed::{ChangePage, MAX_LIMIT, Since};
+use crate::store::Store;
 use crate::store::feed::Change;
 
 /// The content type of an export.
@@ -294,9 +295,15 @@ pub fn export_place(exports: &std::sync::Arc<PerUser>, user_id: i64) -> Result<P
 
 /// Starts an export in the `place` of its user ([`export_place`]): a task sends, a key page at a time, the change lines of the records that
 /// `read_page` reads after a key (the last id of the page before; none at first), until a page
-/// is empty, then the last line with `position`; the answer streams what it sends. The task
-/// stops when the client leaves; a failure ends the answer without its last line.
-pub fn export<F, Fut>(position: Since, place: Place, mut read_page: F) -> Result<http::Response<Body>, ApiError>
+/// is empty, then, once what it read is on disk ([`Store::make_feed_durable`]), the last line
+/// with `position`; the answer streams what it sends. The task stops when the client leaves; a
+/// failure ends the answer without its last line.
+pub fn export<F, Fut>(
+    store: Store,
+    position: Since,
+    place: Place,
+    mut read_page: F,
+) -> Result<http::Response<Body>, ApiError>
 where
     F: FnMut(Option<String>) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = Result<Vec<ChangeItem>, crate::store::StoreError>> + Send,
@@ -320,7 +327,11 @@ where
                 return;
             }
         }
-        let _ = sender.send(Ok(ndjson_end(position, records))).await;
+        let end = match store.make_feed_durable().await {
+            Ok(()) => Ok(ndjson_end(position, records)),
+            Err(error) => Err(std::io::Error::other(error.to_string())),
+        };
+        let _ = sender.send(end).await;
     });
     body.response()
 }

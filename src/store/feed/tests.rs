@@ -128,6 +128,59 @@ async fn pruned_removals_mark_where_the_feed_expired() {
     .await;
 }
 
+/// A removal committed between the prune's two statements (on Postgres each reads what was
+/// committed before it began), made before the cutoff, in a set that had no tombstone to
+/// expire: the delete leaves it, or counts it in the set's `expired_through`; never drops it
+/// uncounted, which would leave a consumer before it with neither the removal nor a 410.
+/// Postgres takes it from another connection, committed; SQLite, which lets one writer in at
+/// a time, in the prune's transaction, where its delete sees it the same way.
+#[tokio::test]
+async fn a_removal_committed_during_a_prune_is_counted_or_kept() {
+    crate::store::testing::on_both_databases(async |store| {
+        let dialect = store.dialect();
+        store.mirror_upsert_page("tags", vec![SyncedRecord::named(1, "a"), SyncedRecord::named(2, "b")]).await.unwrap();
+        store.mirror_upsert_page("users", vec![SyncedRecord::named(1, "u")]).await.unwrap();
+        assert!(store.mirror_delete("tags", "1").await.unwrap());
+        let before = store.feed_position(Mirror::FieldReport, "users").await.unwrap().last_seq;
+        let cutoff = now_ms() + 60_000;
+
+        let mut tx = store.write_transaction().await.unwrap();
+        sqlx::query(expire_removals(dialect)).bind(cutoff).execute(&mut *tx).await.unwrap();
+        let number = "UPDATE mirror_feed SET last_seq = last_seq + 1 WHERE mirror = 'fieldreport' AND entity = 'users'";
+        let tombstone = "INSERT INTO mirror_removals (mirror, entity, change_seq, record_id, removed_at) \
+             SELECT mirror, entity, last_seq, 'gone', $1 FROM mirror_feed WHERE mirror = 'fieldreport' AND entity = 'users'";
+        if dialect == Dialect::Postgres {
+            let mut late = store.pool().begin().await.unwrap();
+            sqlx::query(number).execute(&mut *late).await.unwrap();
+            sqlx::query(tombstone).bind(cutoff - 1).execute(&mut *late).await.unwrap();
+            late.commit().await.unwrap();
+        } else {
+            sqlx::query(number).execute(&mut *tx).await.unwrap();
+            sqlx::query(tombstone).bind(cutoff - 1).execute(&mut *tx).await.unwrap();
+        }
+        sqlx::query(DELETE_EXPIRED_REMOVALS).bind(cutoff).execute(&mut *tx).await.unwrap();
+        tx.commit().await.unwrap();
+
+        let late = before + 1;
+        let kept = store.feed_changes(Mirror::FieldReport, "users", before, 10).await.unwrap();
+        let expired_through = store.feed_position(Mirror::FieldReport, "users").await.unwrap().expired_through;
+        assert!(
+            read(&kept) == [change("gone", None)] || expired_through >= late,
+            "{dialect:?}: the removal {late} committed during the prune is gone uncounted (expired_through \
+             {expired_through}): a consumer at {before} would read {:?} and no 410",
+            read(&kept)
+        );
+        assert!(
+            read(&store.feed_changes(Mirror::FieldReport, "tags", 0, 10).await.unwrap()) == [change("2", Some("b"))],
+            "{dialect:?}: the tombstone counted is pruned"
+        );
+        // The next prune counts and removes it.
+        assert_eq!(store.prune_feed_removals(cutoff).await.unwrap(), 1, "{dialect:?}");
+        assert_eq!(store.feed_position(Mirror::FieldReport, "users").await.unwrap().expired_through, late);
+    })
+    .await;
+}
+
 /// Postgres: a sync's writer reserves its numbers outside its transaction (migration 0033).
 /// While it has not committed, a reader passes neither its numbers nor any after them (a
 /// batch of the same sync and another write committed meanwhile wait); once it commits, every
@@ -242,6 +295,55 @@ async fn the_expiry_of_pruned_tombstones_reads_them_by_time() {
         for step in reads {
             let by_time = step.contains("mirror_removals_removed_at") || step.contains("Bitmap Heap Scan");
             assert!(by_time, "{:?}: a read of the tombstones not by their time: {step}\n{plan}", store.dialect());
+        }
+    })
+    .await;
+}
+
+/// Postgres: a page of the feed is answered once the write-ahead log is on disk through the
+/// commits it read: the mirror's writes that commit without waiting for the flush (here an
+/// answered forwarded write) are read before it, and a crash would hand their numbers out
+/// again. Rounds until five found the log unflushed before the read (the WAL writer flushes
+/// it within its delay, 200 ms, and so does any commit that waits for the flush, another
+/// test's): the read must have flushed it. SQLite: the pages only.
+#[tokio::test]
+async fn a_feed_page_is_answered_once_what_it_read_is_on_disk() {
+    crate::store::testing::on_both_databases(async |store| {
+        let dialect = store.dialect();
+        let mut unflushed_rounds = 0;
+        for round in 0..20 {
+            let id = format!("r{round}");
+            store.mirror_insert("tags", &record(&id, 1, "n"), None).await.unwrap();
+            let behind = if dialect == Dialect::Postgres {
+                let (written, behind): (String, i64) = sqlx::query_as(
+                    "SELECT pg_current_wal_insert_lsn()::text, \
+                     CAST(CASE WHEN pg_current_wal_flush_lsn() < pg_current_wal_insert_lsn() THEN 1 ELSE 0 END AS BIGINT)",
+                )
+                .fetch_one(store.pool())
+                .await
+                .unwrap();
+                Some((written, behind == 1))
+            } else {
+                None
+            };
+            let page = crate::feed::changes(store, Mirror::FieldReport, "tags", None, None).await.unwrap();
+            assert_eq!(page.changes.last().map(|change| change.id.as_str()), Some(id.as_str()), "{dialect:?}");
+            let Some((written, behind)) = behind else { continue };
+            let flushed: i64 = sqlx::query_scalar(
+                "SELECT CAST(CASE WHEN pg_current_wal_flush_lsn() >= CAST($1 AS pg_lsn) THEN 1 ELSE 0 END AS BIGINT)",
+            )
+            .bind(&written)
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+            assert_eq!(flushed, 1, "round {round}: the page answered a write not yet on disk (log at {written})");
+            unflushed_rounds += i32::from(behind);
+            if unflushed_rounds >= 5 {
+                break;
+            }
+        }
+        if dialect == Dialect::Postgres {
+            assert!(unflushed_rounds > 0, "no round found the log unflushed before the read: nothing was shown");
         }
     })
     .await;

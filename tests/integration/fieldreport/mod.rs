@@ -3,6 +3,7 @@
 
 mod entities;
 mod feed;
+mod feed_durable;
 mod feed_live;
 mod feed_locks;
 mod feed_restore;
