@@ -75,26 +75,55 @@ pub enum AttemptOutcome<'a> {
     },
 }
 
+/// A delivery (named `alias`) that may be claimed now: pending, due, and not claimed by
+/// anyone whose claim still runs.
+fn claimable(alias: &str) -> String {
+    format!(
+        "{alias}.status = 'pending' AND {alias}.next_attempt_at <= $1 \
+         AND ({alias}.lease_until IS NULL OR {alias}.lease_until < $1)"
+    )
+}
+
+/// The ids of up to `$4` due deliveries by turns of their subscriptions' owners: each due
+/// delivery ranked among its owner's by age (subscriptions without owner, the operators', are
+/// one owner), then taken rank by rank, the oldest first within a rank. Due: claimable, and no
+/// older pending delivery of its subscription and financing request left.
+fn due_by_turns() -> String {
+    let claimable = claimable("w");
+    format!(
+        "SELECT ranked.id FROM (SELECT w.id, w.next_attempt_at, \
+         ROW_NUMBER() OVER (PARTITION BY s.user_id ORDER BY w.next_attempt_at, w.id) AS turn \
+         FROM leasing_deliveries w LEFT JOIN leasing_subscriptions s ON s.id = w.subscription_id \
+         WHERE {claimable} AND NOT EXISTS (SELECT 1 FROM leasing_deliveries o \
+         WHERE o.subscription_id = w.subscription_id AND o.financing_id = w.financing_id \
+         AND o.status = 'pending' AND o.id < w.id)) ranked \
+         ORDER BY ranked.turn, ranked.next_attempt_at, ranked.id LIMIT $4"
+    )
+}
+
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription_id, e.id AS event_id, d.financing_id, d.status, d.attempts, \
      d.last_status_code, d.last_error, d.next_attempt_at, d.created_at, d.last_attempt_at, d.finished_at";
 
 impl Store {
     /// Claims up to `limit` due deliveries for `owner` until `until`: pending ones whose time
     /// came and behind which no older pending delivery of the same subscription and financing
-    /// request waits (so that each request's events arrive in order). `owner` must name this
-    /// claim alone (the deliverer takes a new one per claim): the claimed rows are read back by it.
+    /// request waits (so that each request's events arrive in order). They are taken by turns
+    /// of their subscriptions' owners ([`due_by_turns`]): each owner's oldest, then each one's
+    /// second oldest, and so on, so that one user's backlog does not hold back another's
+    /// deliveries. `owner` must name this claim alone (the deliverer takes a new one per
+    /// claim): the claimed rows are read back by it, in the same turns.
     pub async fn delivery_claim_due(
         &self,
         owner: &str,
         until: i64,
         limit: i64,
     ) -> Result<Vec<DeliveryWork>, StoreError> {
-        let due = "d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1) \
-                   AND NOT EXISTS (SELECT 1 FROM leasing_deliveries o WHERE o.subscription_id = d.subscription_id \
-                   AND o.financing_id = d.financing_id AND o.status = 'pending' AND o.id < d.id) \
-                   ORDER BY d.next_attempt_at, d.id LIMIT $4";
+        // Claimable said again outside the ranking: on Postgres the ranked rows are locked only
+        // here (a window is not computed over rows it locks), and a row another instance
+        // claimed meanwhile is read again as that claim left it, and skipped.
+        let due = format!("d.id IN ({}) AND {}", due_by_turns(), claimable("d"));
         let set = "lease_owner = $2, lease_until = $3";
-        let claim = DueClaim { from: "leasing_deliveries d", key: "d.id", due, set, returning: "" };
+        let claim = DueClaim { from: "leasing_deliveries d", key: "d.id", due: &due, set, returning: "" };
         let statement = claim.statement(self.dialect());
         {
             let _turn = self.write_turn().await?;
@@ -114,7 +143,9 @@ impl Store {
              WHERE o.subscription_id = d.subscription_id AND o.financing_id = d.financing_id AND o.id < d.id \
              AND o.finished_at > d.created_at), d.created_at) AS in_line_since \
              FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
-             WHERE d.lease_owner = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at, d.id",
+             LEFT JOIN leasing_subscriptions s ON s.id = d.subscription_id \
+             WHERE d.lease_owner = $1 AND d.status = 'pending' \
+             ORDER BY ROW_NUMBER() OVER (PARTITION BY s.user_id ORDER BY d.next_attempt_at, d.id), d.next_attempt_at, d.id",
         )
         .persistent(false)
         .bind(owner)
