@@ -5,6 +5,7 @@
 use sqlx::Row;
 
 use crate::store::lease::DueClaim;
+use crate::store::rates::{Rated, WINDOW_MS, rate_reached_on};
 use crate::store::{Store, StoreError, now_ms};
 
 /// One delivery as listed.
@@ -22,6 +23,17 @@ pub struct DeliveryRow {
     pub created_at: i64,
     pub last_attempt_at: Option<i64>,
     pub finished_at: Option<i64>,
+}
+
+/// What a retry asked for came to.
+#[derive(Debug)]
+pub enum Retried {
+    /// Queued: the delivery as it is now.
+    Queued(DeliveryRow),
+    /// The subscription has no such delivery.
+    NotFound,
+    /// The user asked for as many retries within the last minute as they may.
+    TooFast { retry_after_seconds: u64 },
 }
 
 /// A claimed delivery with what sending it needs.
@@ -344,21 +356,50 @@ impl Store {
         .await?)
     }
 
-    /// Sends a delivery again (whatever its status): pending, due now.
-    pub async fn delivery_retry(&self, subscription_id: &str, id: i64) -> Result<Option<DeliveryRow>, StoreError> {
+    /// Sends a delivery again (whatever its status): pending, due now, as `user_id` asked,
+    /// who may ask for `per_minute` a minute ([`Retried::TooFast`] beyond, and nothing
+    /// changes). Counted in the transaction that queues it (under the user's row lock on
+    /// Postgres, in the write turn on SQLite): retries asked for at once pass no count
+    /// together. The user's rows older than the minute counted go at the same time.
+    pub async fn delivery_retry(
+        &self,
+        subscription_id: &str,
+        id: i64,
+        user_id: i64,
+        per_minute: u64,
+    ) -> Result<Retried, StoreError> {
+        let now = now_ms();
         {
-            let _turn = self.write_turn().await?;
-            sqlx::query(
+            let mut tx = self.write_transaction().await?;
+            self.hold_user(&mut tx, user_id).await?;
+            if let Some(seconds) = rate_reached_on(&mut tx, Rated::DeliveryRetries, user_id, per_minute).await? {
+                return Ok(Retried::TooFast { retry_after_seconds: seconds });
+            }
+            let queued = sqlx::query(
                 "UPDATE leasing_deliveries SET status = 'pending', next_attempt_at = $1, finished_at = NULL \
                  WHERE subscription_id = $2 AND id = $3",
             )
-            .bind(now_ms())
+            .bind(now)
             .bind(subscription_id)
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await?;
+            if queued.rows_affected() == 0 {
+                return Ok(Retried::NotFound);
+            }
+            sqlx::query("DELETE FROM leasing_delivery_retries WHERE user_id = $1 AND created_at <= $2")
+                .bind(user_id)
+                .bind(now - WINDOW_MS)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("INSERT INTO leasing_delivery_retries (user_id, created_at) VALUES ($1, $2)")
+                .bind(user_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
         }
-        self.delivery(subscription_id, id).await
+        Ok(self.delivery(subscription_id, id).await?.map_or(Retried::NotFound, Retried::Queued))
     }
 
     /// Deliveries by status, and the oldest pending one's creation (epoch ms), for the metrics.
