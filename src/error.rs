@@ -347,6 +347,9 @@ impl From<WatchError> for ApiError {
             WatchError::TooManySubscriptions(_) => {
                 Self::new(ErrorStatusCode::CONFLICT, "too_many_subscriptions", error.to_string()).leasing()
             }
+            WatchError::TooManyRetries { retry_after_seconds, .. } => {
+                Self::too_many("too_many_delivery_retries", error.to_string(), retry_after_seconds).leasing()
+            }
             WatchError::Store(e) => ApiError::from(e).leasing(),
         }
     }
@@ -452,16 +455,9 @@ impl From<JobError> for ApiError {
         match error {
             JobError::Invalid(errors) => Self::validation(errors),
             JobError::NotFound(_) => Self::not_found(error.to_string()),
-            JobError::TooManyActive(_) => {
-                let mut error =
-                    Self::new(ErrorStatusCode::TOO_MANY_REQUESTS, "too_many_active_jobs", error.to_string());
-                error.retry_after_seconds = Some(5);
-                error
-            }
+            JobError::TooManyActive(_) => Self::too_many("too_many_active_jobs", error.to_string(), 5),
             JobError::TooFast { retry_after_seconds, .. } => {
-                let mut error = Self::new(ErrorStatusCode::TOO_MANY_REQUESTS, "too_many_jobs", error.to_string());
-                error.retry_after_seconds = Some(retry_after_seconds);
-                error
+                Self::too_many("too_many_jobs", error.to_string(), retry_after_seconds)
             }
             JobError::NotYours(_) => Self::new(ErrorStatusCode::FORBIDDEN, "not_job_owner", error.to_string()),
             JobError::Active { .. } => Self::new(ErrorStatusCode::CONFLICT, "job_active", error.to_string()),

@@ -1,6 +1,7 @@
 //! The per-user rates of rows a caller writes: a user's rows of the last minute, counted from
 //! the table they land in, so that no caller writes rows faster than retention removes them
-//! (`JOBS_PER_MINUTE_PER_USER`, `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER`). Counting the rows
+//! (`JOBS_PER_MINUTE_PER_USER`, `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER`,
+//! `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER`). Counting the rows
 //! themselves holds across instances and restarts, and needs no state of its own.
 
 use sqlx::{AnyConnection, Row};
@@ -8,7 +9,7 @@ use sqlx::{AnyConnection, Row};
 use crate::store::{Store, StoreError, now_ms};
 
 /// The window of every rate.
-const WINDOW_MS: i64 = 60_000;
+pub(crate) const WINDOW_MS: i64 = 60_000;
 
 /// The rows a rate counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,11 +18,13 @@ pub enum Rated {
     Jobs,
     /// `Idempotency-Key`s stored for the user (`idempotency_keys.user_id`).
     IdempotencyKeys,
+    /// Deliveries the user asked to send again (`leasing_delivery_retries.user_id`).
+    DeliveryRetries,
 }
 
 impl Rated {
-    /// The newest rows of a user since a moment, newest first, at most `$3` of them; both read
-    /// an index on (user, `created_at`) (migration 0028).
+    /// The newest rows of a user since a moment, newest first, at most `$3` of them; each reads
+    /// an index on (user, `created_at`) (migrations 0028 and 0040).
     fn statement(self) -> &'static str {
         match self {
             Rated::Jobs => {
@@ -30,6 +33,10 @@ impl Rated {
             }
             Rated::IdempotencyKeys => {
                 "SELECT created_at FROM idempotency_keys WHERE user_id = $1 AND created_at > $2 \
+                 ORDER BY created_at DESC LIMIT $3"
+            }
+            Rated::DeliveryRetries => {
+                "SELECT created_at FROM leasing_delivery_retries WHERE user_id = $1 AND created_at > $2 \
                  ORDER BY created_at DESC LIMIT $3"
             }
         }

@@ -50874,7 +50874,7 @@ let response = client.leasing_subscription_deliveries()
     }
     /**Send a delivery again
 
-Queues the delivery to be sent now, whatever became of it (delivered, failed or still pending), with the same `webhook-id`. The answer is the delivery as queued; follow it in the deliveries list.
+Queues the delivery to be sent now, whatever became of it (delivered, failed or still pending), with the same `webhook-id`. The answer is the delivery as queued; follow it in the deliveries list. A user may ask for `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER` (60) a minute; more are answered 429 `too_many_delivery_retries` with `Retry-After`.
 
 Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
 
@@ -82083,6 +82083,13 @@ pub mod builder {
                     )
                 }
                 422u16 => {
+                    Err(
+                        Error::ErrorResponse(
+                            ResponseValue::from_response(response).await?,
+                        ),
+                    )
+                }
+                429u16 => {
                     Err(
                         Error::ErrorResponse(
                             ResponseValue::from_response(response).await?,

@@ -2719,7 +2719,7 @@ export interface paths {
         put?: never;
         /**
          * Send a delivery again
-         * @description Queues the delivery to be sent now, whatever became of it (delivered, failed or still pending), with the same `webhook-id`. The answer is the delivery as queued; follow it in the deliveries list.
+         * @description Queues the delivery to be sent now, whatever became of it (delivered, failed or still pending), with the same `webhook-id`. The answer is the delivery as queued; follow it in the deliveries list. A user may ask for `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER` (60) a minute; more are answered 429 `too_many_delivery_retries` with `Retry-After`.
          *
          *     Needs a token with the ability `leasing` (login tokens hold every ability, `*`).
          */
@@ -18722,6 +18722,26 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             414: components["responses"]["UriTooLong"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The caller asked for `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER` deliveries to be sent again within the last minute (`too_many_delivery_retries`); nothing was queued. Retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error_code": "too_many_delivery_retries",
+                     *       "message": "You asked for 60 deliveries to be sent again within a minute, the most a user may; retry in 12 s.",
+                     *       "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11",
+                     *       "success": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -140,7 +140,8 @@ pub async fn leasing_subscription_deliveries(
 ///
 /// Queues the delivery to be sent now, whatever became of it (delivered, failed or still
 /// pending), with the same `webhook-id`. The answer is the delivery as queued; follow it in
-/// the deliveries list.
+/// the deliveries list. A user may ask for `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER` (60)
+/// a minute; more are answered 429 `too_many_delivery_retries` with `Retry-After`.
 #[dropshot::endpoint {
     method = POST,
     path = "/api/v1/leasing/subscriptions/{id}/deliveries/{delivery}/retry",

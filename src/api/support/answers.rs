@@ -60,12 +60,14 @@ pub enum Source {
     IdempotencyKey,
     /// An export: its place under the user's cap.
     Export,
+    /// A delivery sent again on request: the user's rate of them.
+    DeliveryRetry,
 }
 
 impl Source {
     /// Every source, so that a test can walk every answer the service can give
     /// (`tests/integration/edge/python_client.rs` sends each through a generated client).
-    pub const ALL: [Source; 16] = [
+    pub const ALL: [Source; 17] = [
         Source::Store,
         Source::Guard,
         Source::Login,
@@ -82,6 +84,7 @@ impl Source {
         Source::HeldCall,
         Source::IdempotencyKey,
         Source::Export,
+        Source::DeliveryRetry,
     ];
 }
 
@@ -117,7 +120,18 @@ impl Source {
                 .map(answer)
                 .collect(),
             Source::Leasing => leasing_errors().into_iter().map(ApiError::from).map(answer).collect(),
-            Source::Watch => watch_errors().into_iter().map(ApiError::from).map(answer).collect(),
+            Source::Watch => watch_errors()
+                .into_iter()
+                .filter(|e| !matches!(e, WatchError::TooManyRetries { .. }))
+                .map(ApiError::from)
+                .map(answer)
+                .collect(),
+            Source::DeliveryRetry => watch_errors()
+                .into_iter()
+                .filter(|e| matches!(e, WatchError::TooManyRetries { .. }))
+                .map(ApiError::from)
+                .map(answer)
+                .collect(),
             Source::FieldReport => fieldreport_errors().into_iter().map(ApiError::from).map(answer).collect(),
             Source::FieldReportLocal => fieldreport_errors()
                 .into_iter()
@@ -172,6 +186,9 @@ pub fn sources(op_id: &str, tags: &[String], guarded: bool) -> BTreeSet<Source> 
         sources.insert(Source::Store);
         if op_id.starts_with("leasing_subscription_") {
             sources.insert(Source::Watch);
+            if op_id == "leasing_subscription_delivery_retry" {
+                sources.insert(Source::DeliveryRetry);
+            }
         } else if !LOCAL_LEASING_OPERATIONS.contains(&op_id) {
             sources.insert(Source::Leasing);
         }
@@ -321,6 +338,7 @@ fn watch_errors() -> Vec<WatchError> {
         WatchError::RequestNotFound(_) => vec![WatchError::RequestNotFound(text())],
         WatchError::DeliveryNotFound(_) => vec![WatchError::DeliveryNotFound(1)],
         WatchError::TooManySubscriptions(_) => vec![WatchError::TooManySubscriptions(100)],
+        WatchError::TooManyRetries { .. } => vec![WatchError::TooManyRetries { most: 60, retry_after_seconds: 1 }],
         WatchError::Store(_) => store_errors().into_iter().map(WatchError::Store).collect(),
     }
 }
@@ -409,7 +427,8 @@ mod tests {
                 | Source::LeasingInput
                 | Source::HeldCall
                 | Source::IdempotencyKey
-                | Source::Export => {}
+                | Source::Export
+                | Source::DeliveryRetry => {}
             }
         }
         let distinct: BTreeSet<Source> = Source::ALL.into_iter().collect();

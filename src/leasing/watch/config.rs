@@ -1,6 +1,6 @@
 //! The watcher's settings: how often a watched request is read, how many reads run at once,
-//! which callback addresses are allowed, how long a delivery is retried, and how long a
-//! request the provider does not have is read.
+//! which callback addresses are allowed, how long a delivery is retried, how often a user may
+//! ask for one to be sent again, and how long a request the provider does not have is read.
 
 use std::time::Duration;
 
@@ -18,6 +18,8 @@ pub const MAX_BACKOFF_MILLISECONDS: u64 = 3_600_000;
 pub const MAX_GONE_SECONDS: u64 = 365 * 86_400;
 /// The most `LEASING_SUBSCRIPTIONS_PER_USER` may be.
 pub const MAX_SUBSCRIPTIONS_PER_USER: u64 = 100_000;
+/// The most `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER` may be.
+pub const MAX_RETRIES_PER_MINUTE_PER_USER: u64 = 100_000;
 
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
@@ -36,6 +38,9 @@ pub struct WatchConfig {
     pub first_retry: Duration,
     /// Subscriptions one user may have (`LEASING_SUBSCRIPTIONS_PER_USER`, default 100).
     pub subscriptions_per_user: u64,
+    /// Deliveries one user may ask to send again within a minute
+    /// (`LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER`, default 60).
+    pub retries_per_minute_per_user: u64,
     /// How long a request the provider answers 404 or 410 for is still read
     /// (`LEASING_WATCH_GONE_SECONDS`, default 7 days).
     pub gone_after: Duration,
@@ -50,6 +55,7 @@ impl Default for WatchConfig {
             retry_horizon: Duration::from_secs(24 * 3600),
             first_retry: Duration::from_secs(5),
             subscriptions_per_user: 100,
+            retries_per_minute_per_user: 60,
             gone_after: Duration::from_secs(7 * 86_400),
         }
     }
@@ -77,6 +83,9 @@ impl WatchConfig {
             subscriptions_per_user: raw
                 .positive_at_most("LEASING_SUBSCRIPTIONS_PER_USER", MAX_SUBSCRIPTIONS_PER_USER)?
                 .unwrap_or(defaults.subscriptions_per_user),
+            retries_per_minute_per_user: raw
+                .positive_at_most("LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER", MAX_RETRIES_PER_MINUTE_PER_USER)?
+                .unwrap_or(defaults.retries_per_minute_per_user),
             gone_after: raw
                 .positive_at_most("LEASING_WATCH_GONE_SECONDS", MAX_GONE_SECONDS)?
                 .map_or(defaults.gone_after, Duration::from_secs),

@@ -48,6 +48,11 @@ pub enum WatchError {
     DeliveryNotFound(i64),
     #[error("You have {0} subscriptions, the most a user may have; delete one first.")]
     TooManySubscriptions(u64),
+    /// The user asked for as many deliveries to be sent again within the last minute as they may.
+    #[error(
+        "You asked for {most} deliveries to be sent again within a minute, the most a user may; retry in {retry_after_seconds} s."
+    )]
+    TooManyRetries { most: u64, retry_after_seconds: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }

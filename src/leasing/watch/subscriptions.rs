@@ -10,7 +10,7 @@ use super::event::{EVENT_TYPES, STATE_CHANGED};
 use super::signing::new_secret;
 use super::target::{check_url, resolve};
 use super::{WatchError, Watcher};
-use crate::store::leasing::watch::{DeliveryRow, NewSubscription, SubscriptionRow, Viewer};
+use crate::store::leasing::watch::{DeliveryRow, NewSubscription, Retried, SubscriptionRow, Viewer};
 use crate::store::now_ms;
 use crate::vocabulary::field_errors::FieldErrors;
 use crate::vocabulary::key_page::StampedKey;
@@ -180,11 +180,18 @@ impl Watcher {
         Ok(self.store.deliveries_before(id, before, i64::from(limit)).await?)
     }
 
-    /// Sends a delivery again now, whatever became of it, with the same `webhook-id`.
+    /// Sends a delivery again now, whatever became of it, with the same `webhook-id`; at most
+    /// `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER` a minute per user.
     pub async fn retry_delivery(&self, viewer: Viewer, id: &str, delivery: i64) -> Result<DeliveryRow, WatchError> {
         self.subscription(viewer, id).await?;
-        let row = self.store.delivery_retry(id, delivery).await?.ok_or(WatchError::DeliveryNotFound(delivery))?;
-        self.deliveries_queued.notify_one();
-        Ok(row)
+        let most = self.config.retries_per_minute_per_user;
+        match self.store.delivery_retry(id, delivery, viewer.user_id, most).await? {
+            Retried::Queued(row) => {
+                self.deliveries_queued.notify_one();
+                Ok(row)
+            }
+            Retried::NotFound => Err(WatchError::DeliveryNotFound(delivery)),
+            Retried::TooFast { retry_after_seconds } => Err(WatchError::TooManyRetries { most, retry_after_seconds }),
+        }
     }
 }

@@ -181,6 +181,11 @@ const NOT_PROVOKED: &[(u16, &str, &str)] = &[
     ),
     (
         429,
+        "too_many_delivery_retries",
+        "needs a delivery to send again, which needs a recorded change (tests/integration/leasing/watch/retries.rs does)",
+    ),
+    (
+        429,
         "too_many_exports",
         "needs MAX_EXPORTS_PER_USER exports left unread at once (tests/integration/edge/abuse/exports.rs does)",
     ),

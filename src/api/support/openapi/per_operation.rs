@@ -46,7 +46,7 @@ pub(super) fn complete_jobs_operation(op: &mut Value, op_id: &str) {
 }
 
 /// The answers of the subscription routes besides success: an unknown subscription or
-/// delivery, a refused URL.
+/// delivery, a refused URL, too many retries.
 pub(super) fn complete_subscription_operation(op: &mut Value, op_id: &str) {
     let example = |code: &str, message: &str, errors: Option<Value>| {
         let mut body = json!({"message": message, "error_code": code, "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11", "success": false});
@@ -65,6 +65,13 @@ pub(super) fn complete_subscription_operation(op: &mut Value, op_id: &str) {
     }
     if op_id == "leasing_subscription_list" {
         op["responses"]["422"] = json!({"$ref": "#/components/responses/ValidationFailed"});
+    }
+    if op_id == "leasing_subscription_delivery_retry" {
+        op["responses"]["429"] = json!({
+            "description": "The caller asked for `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER` deliveries to be sent again within the last minute (`too_many_delivery_retries`); nothing was queued. Retry after `Retry-After` seconds.",
+            "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
+            "content": example("too_many_delivery_retries", "You asked for 60 deliveries to be sent again within a minute, the most a user may; retry in 12 s.", None)
+        });
     }
     if op_id == "leasing_subscription_create" {
         op["responses"]["409"] = json!({

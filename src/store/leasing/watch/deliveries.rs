@@ -5,6 +5,7 @@
 use sqlx::Row;
 
 use crate::store::lease::DueClaim;
+use crate::store::rates::{Rated, WINDOW_MS, rate_reached_on};
 use crate::store::{Store, StoreError, now_ms};
 
 /// One delivery as listed.
@@ -22,6 +23,17 @@ pub struct DeliveryRow {
     pub created_at: i64,
     pub last_attempt_at: Option<i64>,
     pub finished_at: Option<i64>,
+}
+
+/// What a retry asked for came to.
+#[derive(Debug)]
+pub enum Retried {
+    /// Queued: the delivery as it is now.
+    Queued(DeliveryRow),
+    /// The subscription has no such delivery.
+    NotFound,
+    /// The user asked for as many retries within the last minute as they may.
+    TooFast { retry_after_seconds: u64 },
 }
 
 /// A claimed delivery with what sending it needs.
@@ -75,26 +87,55 @@ pub enum AttemptOutcome<'a> {
     },
 }
 
+/// A delivery (named `alias`) that may be claimed now: pending, due, and not claimed by
+/// anyone whose claim still runs.
+fn claimable(alias: &str) -> String {
+    format!(
+        "{alias}.status = 'pending' AND {alias}.next_attempt_at <= $1 \
+         AND ({alias}.lease_until IS NULL OR {alias}.lease_until < $1)"
+    )
+}
+
+/// The ids of up to `$4` due deliveries by turns of their subscriptions' owners: each due
+/// delivery ranked among its owner's by age (subscriptions without owner, the operators', are
+/// one owner), then taken rank by rank, the oldest first within a rank. Due: claimable, and no
+/// older pending delivery of its subscription and financing request left.
+fn due_by_turns() -> String {
+    let claimable = claimable("w");
+    format!(
+        "SELECT ranked.id FROM (SELECT w.id, w.next_attempt_at, \
+         ROW_NUMBER() OVER (PARTITION BY s.user_id ORDER BY w.next_attempt_at, w.id) AS turn \
+         FROM leasing_deliveries w LEFT JOIN leasing_subscriptions s ON s.id = w.subscription_id \
+         WHERE {claimable} AND NOT EXISTS (SELECT 1 FROM leasing_deliveries o \
+         WHERE o.subscription_id = w.subscription_id AND o.financing_id = w.financing_id \
+         AND o.status = 'pending' AND o.id < w.id)) ranked \
+         ORDER BY ranked.turn, ranked.next_attempt_at, ranked.id LIMIT $4"
+    )
+}
+
 const DELIVERY_COLUMNS: &str = "d.id, d.subscription_id, e.id AS event_id, d.financing_id, d.status, d.attempts, \
      d.last_status_code, d.last_error, d.next_attempt_at, d.created_at, d.last_attempt_at, d.finished_at";
 
 impl Store {
     /// Claims up to `limit` due deliveries for `owner` until `until`: pending ones whose time
     /// came and behind which no older pending delivery of the same subscription and financing
-    /// request waits (so that each request's events arrive in order). `owner` must name this
-    /// claim alone (the deliverer takes a new one per claim): the claimed rows are read back by it.
+    /// request waits (so that each request's events arrive in order). They are taken by turns
+    /// of their subscriptions' owners ([`due_by_turns`]): each owner's oldest, then each one's
+    /// second oldest, and so on, so that one user's backlog does not hold back another's
+    /// deliveries. `owner` must name this claim alone (the deliverer takes a new one per
+    /// claim): the claimed rows are read back by it, in the same turns.
     pub async fn delivery_claim_due(
         &self,
         owner: &str,
         until: i64,
         limit: i64,
     ) -> Result<Vec<DeliveryWork>, StoreError> {
-        let due = "d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1) \
-                   AND NOT EXISTS (SELECT 1 FROM leasing_deliveries o WHERE o.subscription_id = d.subscription_id \
-                   AND o.financing_id = d.financing_id AND o.status = 'pending' AND o.id < d.id) \
-                   ORDER BY d.next_attempt_at, d.id LIMIT $4";
+        // Claimable said again outside the ranking: on Postgres the ranked rows are locked only
+        // here (a window is not computed over rows it locks), and a row another instance
+        // claimed meanwhile is read again as that claim left it, and skipped.
+        let due = format!("d.id IN ({}) AND {}", due_by_turns(), claimable("d"));
         let set = "lease_owner = $2, lease_until = $3";
-        let claim = DueClaim { from: "leasing_deliveries d", key: "d.id", due, set, returning: "" };
+        let claim = DueClaim { from: "leasing_deliveries d", key: "d.id", due: &due, set, returning: "" };
         let statement = claim.statement(self.dialect());
         {
             let _turn = self.write_turn().await?;
@@ -114,7 +155,9 @@ impl Store {
              WHERE o.subscription_id = d.subscription_id AND o.financing_id = d.financing_id AND o.id < d.id \
              AND o.finished_at > d.created_at), d.created_at) AS in_line_since \
              FROM leasing_deliveries d JOIN leasing_events e ON e.seq = d.event_seq \
-             WHERE d.lease_owner = $1 AND d.status = 'pending' ORDER BY d.next_attempt_at, d.id",
+             LEFT JOIN leasing_subscriptions s ON s.id = d.subscription_id \
+             WHERE d.lease_owner = $1 AND d.status = 'pending' \
+             ORDER BY ROW_NUMBER() OVER (PARTITION BY s.user_id ORDER BY d.next_attempt_at, d.id), d.next_attempt_at, d.id",
         )
         .persistent(false)
         .bind(owner)
@@ -313,21 +356,50 @@ impl Store {
         .await?)
     }
 
-    /// Sends a delivery again (whatever its status): pending, due now.
-    pub async fn delivery_retry(&self, subscription_id: &str, id: i64) -> Result<Option<DeliveryRow>, StoreError> {
+    /// Sends a delivery again (whatever its status): pending, due now, as `user_id` asked,
+    /// who may ask for `per_minute` a minute ([`Retried::TooFast`] beyond, and nothing
+    /// changes). Counted in the transaction that queues it (under the user's row lock on
+    /// Postgres, in the write turn on SQLite): retries asked for at once pass no count
+    /// together. The user's rows older than the minute counted go at the same time.
+    pub async fn delivery_retry(
+        &self,
+        subscription_id: &str,
+        id: i64,
+        user_id: i64,
+        per_minute: u64,
+    ) -> Result<Retried, StoreError> {
+        let now = now_ms();
         {
-            let _turn = self.write_turn().await?;
-            sqlx::query(
+            let mut tx = self.write_transaction().await?;
+            self.hold_user(&mut tx, user_id).await?;
+            if let Some(seconds) = rate_reached_on(&mut tx, Rated::DeliveryRetries, user_id, per_minute).await? {
+                return Ok(Retried::TooFast { retry_after_seconds: seconds });
+            }
+            let queued = sqlx::query(
                 "UPDATE leasing_deliveries SET status = 'pending', next_attempt_at = $1, finished_at = NULL \
                  WHERE subscription_id = $2 AND id = $3",
             )
-            .bind(now_ms())
+            .bind(now)
             .bind(subscription_id)
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await?;
+            if queued.rows_affected() == 0 {
+                return Ok(Retried::NotFound);
+            }
+            sqlx::query("DELETE FROM leasing_delivery_retries WHERE user_id = $1 AND created_at <= $2")
+                .bind(user_id)
+                .bind(now - WINDOW_MS)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("INSERT INTO leasing_delivery_retries (user_id, created_at) VALUES ($1, $2)")
+                .bind(user_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
         }
-        self.delivery(subscription_id, id).await
+        Ok(self.delivery(subscription_id, id).await?.map_or(Retried::NotFound, Retried::Queued))
     }
 
     /// Deliveries by status, and the oldest pending one's creation (epoch ms), for the metrics.

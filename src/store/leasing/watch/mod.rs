@@ -14,7 +14,7 @@ use crate::store::columns::IntBool;
 use crate::store::lease::DueClaim;
 use crate::store::{Dialect, Store, StoreError, now_ms};
 pub use crate::vocabulary::owner::Viewer;
-pub use deliveries::{AttemptOutcome, DeliveryRow, DeliveryTarget, DeliveryWork, Disable};
+pub use deliveries::{AttemptOutcome, DeliveryRow, DeliveryTarget, DeliveryWork, Disable, Retried};
 pub use subscriptions::{NewSubscription, SubscriptionRow};
 
 pub mod deliveries;

@@ -229,3 +229,29 @@ async fn a_success_ends_a_failing_that_began_after_its_claim() {
     })
     .await;
 }
+
+/// Due deliveries are claimed by turns of their subscriptions' owners, and read back in those
+/// turns: a claim of three while user 1 has three due (older) and user 2 one takes two of user
+/// 1's and user 2's, sent second; taken by age alone, it took user 1's three, and user 2's
+/// waited behind all of them.
+#[tokio::test]
+async fn due_deliveries_are_claimed_by_turns_of_their_owners() {
+    crate::store::testing::on_both_databases(async |store| {
+        for (sub, user) in [("sub_1", 1), ("sub_2", 1), ("sub_3", 1), ("sub_4", 2)] {
+            subscribe(store, sub, user).await;
+        }
+        let at = now_ms();
+        for (id, user, event_id) in [("f-1", 1, "e1"), ("f-2", 2, "e2")] {
+            let start = Observed { financing_id: id, ..observed("RequestToGrenke", at) };
+            store.watch_start(&start, at, user).await.unwrap();
+            let change = Observed { financing_id: id, ..observed("ReadyToSign", at + 1) };
+            store.watch_record(&change, event(event_id)).await.unwrap();
+        }
+        let first = store.delivery_claim_due("a", now_ms() + 60_000, 3).await.unwrap();
+        let subscriptions: Vec<&str> = first.iter().map(|w| w.subscription_id.as_str()).collect();
+        assert_eq!(subscriptions.len(), 3);
+        assert_eq!(subscriptions[1], "sub_4", "user 2's in the claim, after user 1's oldest: {subscriptions:?}");
+        assert_eq!(store.delivery_claim_due("b", now_ms() + 60_000, 10).await.unwrap().len(), 1);
+    })
+    .await;
+}

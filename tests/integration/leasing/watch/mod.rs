@@ -32,6 +32,7 @@ mod gone;
 mod in_flight;
 mod receivers;
 mod restart;
+mod retries;
 mod states;
 
 const FAST: &[(&str, &str)] = &[

@@ -1,5 +1,8 @@
 //! Receivers that answer something other than a plain 2xx or failure: 410 Gone, a
-//! `Retry-After`, and a failing delivery that holds the next ones of its request.
+//! `Retry-After`, a failing delivery that holds the next ones of its request, and one user's
+//! receivers that hold every call while another user's events are due.
+
+use integration_service::leasing::watch::delivery::CONCURRENCY;
 
 use crate::common::add_fault;
 
@@ -7,10 +10,11 @@ use super::states::answering_as;
 use super::*;
 
 /// A service whose watcher reads only when asked (a route's read), retrying soon.
-const ON_ASK: &[(&str, &str)] = &[("CALLBACK_ALLOW_PRIVATE", "true"), ("LEASING_DELIVERY_BACKOFF_MILLISECONDS", "100")];
+pub(super) const ON_ASK: &[(&str, &str)] =
+    &[("CALLBACK_ALLOW_PRIVATE", "true"), ("LEASING_DELIVERY_BACKOFF_MILLISECONDS", "100")];
 
 /// Makes the provider answer `state` for `id` and reads it through a route: one change.
-async fn change(svc: &TestService, token: &str, id: &str, state: &str) {
+pub(super) async fn change(svc: &TestService, token: &str, id: &str, state: &str) {
     svc.leasing_fault(answering_as(id, id, state, 1000)).await;
     let shown: Value = svc.get_json(token, &format!("/api/v1/leasing/{id}")).await;
     assert_eq!(shown["meta"]["state"], state, "{shown}");
@@ -101,8 +105,50 @@ async fn a_held_delivery_gets_its_own_window(db: Db) {
     svc.stop().await;
 }
 
+/// One user's backlog does not hold back another user's deliveries: the deliverer takes due
+/// deliveries by turns of their subscriptions' owners, so that while a user's receivers hold
+/// every call (until the time-out), another user's event still goes out. Taken by age alone,
+/// a backlog of one user filled every batch and every sending slot, and other users' events
+/// waited behind all of it. A third user's held call keeps the deliverer busy while both
+/// users' changes are recorded, so that one claim finds them all due.
+async fn one_users_backlog_does_not_hold_back_anothers_deliveries(db: Db) {
+    let (svc, noisy) = TestService::with_user(db, ON_ASK).await;
+    let (quiet, blocker) = svc.bob_and_root().await;
+    let (backlog, other, held) = (Receiver::start(0).await, Receiver::start(204).await, Receiver::start(0).await);
+    let subscriptions = CONCURRENCY + 4;
+    for _ in 0..subscriptions {
+        subscribe(&svc, &noisy, &backlog.url()).await;
+    }
+    subscribe(&svc, &quiet, &other.url()).await;
+    subscribe(&svc, &blocker, &held.url()).await;
+    let busy = create_request(&svc, &blocker, "Busy GmbH").await;
+    change(&svc, &blocker, &busy, "ReadyToSign").await;
+    until("the deliverer busy with a held call", async || (!held.calls().is_empty()).then_some(())).await;
+    // Recorded while the deliverer waits: the noisy user's changes first, then the other's.
+    let noisy_request = create_request(&svc, &noisy, "Noisy GmbH").await;
+    change(&svc, &noisy, &noisy_request, "ReadyToSign").await;
+    let quiet_request = create_request(&svc, &quiet, "Quiet GmbH").await;
+    change(&svc, &quiet, &quiet_request, "ReadyToSign").await;
+    held.answer(204);
+    until("the noisy user's receivers hold as many calls as are sent at a time", async || {
+        (backlog.calls().len() >= CONCURRENCY).then_some(())
+    })
+    .await;
+    let (holding, delivered) = (backlog.calls().len(), other.delivered());
+    assert!(
+        delivered.iter().any(|call| call.event()["data"]["financingId"] == quiet_request.as_str()),
+        "another user's event waited behind one user's backlog: the noisy user's receivers hold {holding} calls \
+         ({subscriptions} due), the other user's receiver got {} calls",
+        delivered.len()
+    );
+    assert_eq!(holding, CONCURRENCY, "the backlog is still being sent: {CONCURRENCY} at a time");
+    backlog.answer(204);
+    svc.stop().await;
+}
+
 on_both_databases!(
     a_receiver_answering_410_is_disabled,
     a_receivers_retry_after_is_honoured_up_to_an_hour,
     a_held_delivery_gets_its_own_window,
+    one_users_backlog_does_not_hold_back_anothers_deliveries,
 );
