@@ -44,8 +44,29 @@ pub(super) async fn open(
         })
         .after_connect(move |conn, _meta| Box::pin(prepare_connection(conn, dialect)))
         .connect_with(options.clone())
-        .await?;
-    Ok((pool, options))
+        .await;
+    match pool {
+        Ok(pool) => Ok((pool, options)),
+        // The pool retries a connection that fails (a refused one, a file that is not a
+        // database) until its time-out and then says only that it timed out.
+        Err(sqlx::Error::PoolTimedOut) => Err(first_connection_error(&options, dialect).await),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Why a connection to `options` cannot be opened and prepared, found with one attempt of our
+/// own after the pool timed out. sqlx's errors name neither the URL nor its password.
+async fn first_connection_error(options: &AnyConnectOptions, dialect: Dialect) -> StoreError {
+    let attempt = async {
+        let mut conn = AnyConnection::connect_with(options).await?;
+        prepare_connection(&mut conn, dialect).await?;
+        conn.close().await
+    };
+    match tokio::time::timeout(Duration::from_secs(5), attempt).await {
+        Ok(Err(error)) => StoreError::Unavailable(format!("cannot open a connection: {error}")),
+        Ok(Ok(())) => StoreError::Unavailable("no connection was free within 5 s".to_string()),
+        Err(_) => StoreError::Unavailable("no connection was opened within 5 s".to_string()),
+    }
 }
 
 /// The session settings of every Postgres connection of the service's (this pool's and
@@ -121,8 +142,17 @@ pub(in crate::store) fn sqlite_file(url: &str) -> std::path::PathBuf {
 pub(super) fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> {
     let (path, query) = sqlite_url_parts(url);
     let mode = query.split('&').find_map(|kv| kv.strip_prefix("mode="));
-    if path != ":memory:" && !path.is_empty() {
+    if path.is_empty() {
+        // SQLite would give each connection a temporary database of its own.
+        return Err(StoreError::Unavailable(
+            "the URL names no database file (sqlite:///path/to/file.db, or sqlite::memory:)".to_string(),
+        ));
+    }
+    if path != ":memory:" {
         let file = sqlite_file(url);
+        if file.is_dir() {
+            return Err(StoreError::Unavailable(format!("{} is a folder, not a database file", file.display())));
+        }
         if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
@@ -165,6 +195,10 @@ mod tests {
         assert_eq!(sqlite_url_creating_file("sqlite::memory:?mode=ro").unwrap(), "sqlite::memory:?mode=ro");
         assert_eq!(sqlite_file(&format!("{url}?mode=rwc")), dir.join("db.sqlite"));
         assert_eq!(sqlite_file("sqlite:data/service.db"), std::path::Path::new("data/service.db"));
+        // No file, or a folder, is no database.
+        assert!(sqlite_url_creating_file("sqlite://").unwrap_err().to_string().contains("names no database file"));
+        let folder = sqlite_url_creating_file(&format!("sqlite://{}", dir.display())).unwrap_err();
+        assert!(folder.to_string().contains("is a folder"), "{folder}");
     }
 
     #[cfg(unix)]

@@ -75,7 +75,73 @@ async fn a_database_that_cannot_be_opened_stops_the_start_naming_the_setting(db:
     }
 }
 
-crate::on_both_databases!(a_database_that_cannot_be_opened_stops_the_start_naming_the_setting);
+/// A `DATABASE_URL` that names no database the service can use stops the start with the cause
+/// (a file that is not a database, a folder, no file at all, a server that refuses the
+/// connection), not the pool's time-out, and not serving on something else.
+async fn a_database_url_naming_no_usable_database_stops_the_start_with_the_cause(db: Db) {
+    let dir = std::env::temp_dir().join(format!("integration-service-unusable-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = match db {
+        Db::Sqlite => {
+            let notes = dir.join("notes.txt");
+            std::fs::write(&notes, [b'x'; 4096]).unwrap();
+            vec![
+                (format!("sqlite://{}", notes.display()), "file is not a database"),
+                (format!("sqlite://{}", dir.display()), "is a folder, not a database file"),
+                ("sqlite://".to_string(), "names no database file"),
+            ]
+        }
+        Db::Postgres => {
+            let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+            vec![(format!("postgres://postgres:a-password-of-the-test@{closed}/postgres"), "Connection refused")]
+        }
+    };
+    for (database_url, cause) in cases {
+        let binary = Binary::new(["serve", "--bind", "127.0.0.1:0"]).database(&database_url);
+        let output = output_within(binary, std::time::Duration::from_secs(30));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{database_url}: {stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{database_url}: {stderr}");
+        assert!(errors[0].contains("DATABASE_URL"), "{database_url}: the setting is named: {stderr}");
+        assert!(errors[0].contains(cause), "{database_url}: the cause, {cause:?}, is named: {stderr}");
+        assert!(!stderr.contains("timed out"), "{database_url}: not the pool's time-out: {stderr}");
+        assert!(!stderr.contains("a-password-of-the-test"), "{stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+crate::on_both_databases!(
+    a_database_that_cannot_be_opened_stops_the_start_naming_the_setting,
+    a_database_url_naming_no_usable_database_stops_the_start_with_the_cause,
+);
+
+/// Runs `binary` to its end, or kills it after `limit` (a start that should have failed).
+fn output_within(binary: Binary, limit: std::time::Duration) -> std::process::Output {
+    use std::io::Read;
+    let mut child = binary.spawn();
+    let read = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::process::Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }
+}
 
 /// An address taken by another process stops the start with one line naming it and the cause,
 /// once.
