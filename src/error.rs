@@ -303,7 +303,10 @@ impl From<LeasingError> for ApiError {
             }
             other => {
                 telemetry::report_leasing_failure(code, &other.to_string());
-                Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, code, other.to_string()).leasing()
+                let wait = (code == "upstream_busy")
+                    .then(|| crate::vocabulary::retry_after::relayed_seconds(other.upstream_wait()));
+                let error = Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, code, other.to_string()).leasing();
+                Self { retry_after_seconds: wait, ..error }
             }
         }
     }

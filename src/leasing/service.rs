@@ -69,12 +69,23 @@ impl LeasingError {
                 UpstreamError::NotConfigured { .. } => "upstream_not_configured",
                 UpstreamError::Timeout { .. } => "upstream_timeout",
                 UpstreamError::Unreachable { .. } => "upstream_unavailable",
-                UpstreamError::Throttled { .. } => "upstream_busy",
+                UpstreamError::Throttled { .. } | UpstreamError::Refused { retry_after: Some(_), .. } => {
+                    "upstream_busy"
+                }
                 UpstreamError::Refused { status, .. } if (400..500).contains(status) => "upstream_rejected",
                 UpstreamError::Refused { .. } => "upstream_error",
                 UpstreamError::Malformed { .. } | UpstreamError::Unnamed { .. } => "upstream_invalid_response",
                 UpstreamError::Client { .. } => "upstream_client_error",
             },
+        }
+    }
+
+    /// The wait the provider asked for when it refused with one (a 429, a 5xx with
+    /// `Retry-After`).
+    pub fn upstream_wait(&self) -> Option<Duration> {
+        match self {
+            LeasingError::Upstream(error) => error.retry_after(),
+            _ => None,
         }
     }
 

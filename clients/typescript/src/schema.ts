@@ -7051,6 +7051,8 @@ export interface components {
         /** @description A leasing failure (the seed's rule: every failure of a leasing route is answered 500 `{success: false, message}`), named by `error_code`: the request was `declined` or `cancelled`, is `missing_info` (the missing-info mail was sent or its failure is named in `message`), is `already_past_signing`, or was `not_ready_to_sign` when the attempts were used up; the provider refused (`upstream_rejected`), failed (`upstream_error`), did not answer in time (`upstream_timeout`), was unreachable (`upstream_unavailable`), busy (`upstream_busy`), answered something unreadable (`upstream_invalid_response`) or is not configured (`upstream_not_configured`); the call to it could not be made (`upstream_client_error`); the contract could not be stored (`storage_error`); or an unexpected failure (`internal_error`, logged under `request_id`). */
         LeasingFailure: {
             headers: {
+                /** @description Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`. */
+                "Retry-After"?: number;
                 "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
@@ -18103,6 +18105,8 @@ export interface operations {
             /** @description The flow failed at `failedStep` (the causes of `LeasingFailure`); `financingId` names the request it created (null when the create failed) and `flowId` its record. */
             500: {
                 headers: {
+                    /** @description Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`. */
+                    "Retry-After"?: number;
                     "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };

@@ -56,4 +56,28 @@ async fn a_wait_asked_for_on_a_read_or_a_sync_is_answered(db: Db) {
     svc.stop().await;
 }
 
-on_both_databases!(a_wait_asked_for_on_a_read_or_a_sync_is_answered);
+/// The leasing provider in maintenance (503 with `Retry-After`) or over its limit (429): a
+/// leasing route keeps the seed's 500 `{success: false}` but names `upstream_busy` and passes
+/// the wait on in `Retry-After` (at most an hour; a 429 without one, a second). The 503 was
+/// answered `upstream_error` without the wait, the 429 `upstream_busy` without any.
+async fn a_wait_the_leasing_provider_asks_for_is_passed_on(db: Db) {
+    let (svc, token) = TestService::with_user(db, &[]).await;
+    let read = "/api/v1/leasing/a1b2c3d4-0000-4000-8000-000000000001";
+    for (rule, wait) in [
+        (maintenance("/basic/v1/requests", 120), "120"),
+        (maintenance("/basic/v1/requests", 86_400), "3600"),
+        (json!({"path_prefix": "/basic/v1/requests", "status": 429, "times": 100}), "1"),
+    ] {
+        svc.leasing_fault(rule.clone()).await;
+        let (status, retry_after, body) = answered(svc.get(&token, read).await).await;
+        assert_eq!(
+            (status, retry_after.as_deref(), body["error_code"].as_str(), body["success"].as_bool()),
+            (500, Some(wait), Some("upstream_busy"), Some(false)),
+            "{rule}: {body}"
+        );
+        clear_faults(&svc.client, &svc.leasing).await;
+    }
+    svc.stop().await;
+}
+
+on_both_databases!(a_wait_asked_for_on_a_read_or_a_sync_is_answered, a_wait_the_leasing_provider_asks_for_is_passed_on);

@@ -137,7 +137,8 @@ pub(super) fn complete_request_flow_operation(op: &mut Value) {
     });
     op["responses"]["500"] = json!({
         "description": "The flow failed at `failedStep` (the causes of `LeasingFailure`); `financingId` names the request it created (null when the create failed) and `flowId` its record.",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LeasingFlowFailure"}, "example": example}}
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LeasingFlowFailure"}, "example": example}},
+        "headers": retry_after()
     });
     for (status, name, description, _) in REQUEST_FLOW_ERRORS {
         op["responses"][*status] = json!({
@@ -150,8 +151,9 @@ pub(super) fn complete_request_flow_operation(op: &mut Value) {
     }
 }
 
-/// The `Retry-After` a 503 carries when waiting helps (`service_unavailable`, `upstream_busy`;
-/// the front sends it for every `retry_after_seconds` in an error body), absent otherwise.
+/// The `Retry-After` a 503, or a leasing failure's 500, carries when waiting helps
+/// (`service_unavailable`, `upstream_busy`; the front sends it for every `retry_after_seconds`
+/// in an error body), absent otherwise.
 fn retry_after() -> Value {
     json!({"Retry-After": {
         "description": "Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`.",
@@ -200,7 +202,8 @@ pub(super) fn add_server_errors(doc: &mut Value, server_codes: &BTreeMap<&str, B
                 "description": description,
                 "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
             });
-            if *status == 503 {
+            // A leasing failure keeps the seed's 500, `upstream_busy` included.
+            if *status == 503 || *name == "LeasingFailure" {
                 response["headers"] = retry_after();
             }
             responses.insert((*name).into(), response);
