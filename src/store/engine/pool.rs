@@ -153,6 +153,7 @@ pub(super) fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> 
         if file.is_dir() {
             return Err(StoreError::Unavailable(format!("{} is a folder, not a database file", file.display())));
         }
+        refuse_unfinished_restore(&file)?;
         if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| StoreError::Unavailable(format!("cannot create {}: {e}", parent.display())))?;
@@ -166,6 +167,23 @@ pub(super) fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> 
     }
     let sep = if query.is_empty() { "?" } else { "&" };
     Ok(format!("{url}{sep}mode=rwc"))
+}
+
+/// A database missing beside `<file>.restoring`: a restore stopped after setting the
+/// replaced database aside and before moving the restored copy into place (or stopped while
+/// copying on a new host, or runs now). Starting would create a new, empty database there and
+/// serve it; the restore, run again, finishes.
+fn refuse_unfinished_restore(file: &Path) -> Result<(), StoreError> {
+    let mut restoring = file.as_os_str().to_os_string();
+    restoring.push(".restoring");
+    if file.exists() || !Path::new(&restoring).is_file() {
+        return Ok(());
+    }
+    Err(StoreError::Unavailable(format!(
+        "{} is missing and {} is left of a restore that did not finish (or runs now): run the restore again",
+        file.display(),
+        Path::new(&restoring).display()
+    )))
 }
 
 /// Creates `file` empty with mode 0600 unless it exists (SQLite takes an empty file as a new
@@ -199,6 +217,23 @@ mod tests {
         assert!(sqlite_url_creating_file("sqlite://").unwrap_err().to_string().contains("names no database file"));
         let folder = sqlite_url_creating_file(&format!("sqlite://{}", dir.display())).unwrap_err();
         assert!(folder.to_string().contains("is a folder"), "{folder}");
+    }
+
+    /// A restore stopped between its renames leaves no database and the restored copy beside
+    /// it: a start refuses to make a new, empty database in its place.
+    #[test]
+    fn a_restore_that_did_not_finish_is_not_replaced_by_an_empty_database() {
+        let dir = std::env::temp_dir().join(format!("store-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("db.sqlite.restoring"), b"the restored copy").unwrap();
+        let refused = sqlite_url_creating_file(&format!("sqlite://{}/db.sqlite", dir.display())).unwrap_err();
+        assert!(refused.to_string().contains("run the restore again"), "{refused}");
+        assert!(!dir.join("db.sqlite").exists(), "no empty database was made");
+        // Beside a database that is there, a restore's copy is one under way: no reason to refuse.
+        std::fs::write(dir.join("other.db"), b"").unwrap();
+        std::fs::write(dir.join("other.db.restoring"), b"").unwrap();
+        sqlite_url_creating_file(&format!("sqlite://{}/other.db", dir.display())).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[cfg(unix)]
