@@ -152,7 +152,7 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<Restore, BackupError> {
     if let Some(folder) = database.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(folder).map_err(|error| BackupError::File { path: folder.to_path_buf(), error })?;
     }
-    let partial = beside(&database, ".restoring");
+    let partial = engine::restoring_copy(&database);
     let _claim = claim(&partial, &partial)?;
     // Copied through SQLite, as checked: with the write-ahead log a copy of a database may
     // have beside it (a snapshot of a volume), which a copy of the file alone would lose.

@@ -60,7 +60,7 @@ async fn a_backup_of_a_database_in_use_restores_once_it_is_no_longer_in_use() {
     let restored = restore_once_let_go(&url, &copy).await;
     let set_aside = restored.set_aside.expect("the replaced database is kept");
     assert!(set_aside.is_file());
-    assert!(!beside(&restored.database, ".restoring").exists());
+    assert!(!engine::restoring_copy(&restored.database).exists());
     let store = Store::open(&url).await.unwrap();
     assert_eq!(user_emails(&store).await, ["before@example.com"]);
     store.close().await;

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use sqlx::AnyPool;
 
-pub(in crate::store) use pool::sqlite_file;
+pub(in crate::store) use pool::{restoring_copy, sqlite_file};
 pub(in crate::store) use postgres::PostgresEngine;
 pub(in crate::store) use sqlite::{SqliteEngine, SqliteFile};
 

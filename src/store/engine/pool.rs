@@ -174,16 +174,22 @@ pub(super) fn sqlite_url_creating_file(url: &str) -> Result<String, StoreError> 
 /// copying on a new host, or runs now). Starting would create a new, empty database there and
 /// serve it; the restore, run again, finishes.
 fn refuse_unfinished_restore(file: &Path) -> Result<(), StoreError> {
-    let mut restoring = file.as_os_str().to_os_string();
-    restoring.push(".restoring");
-    if file.exists() || !Path::new(&restoring).is_file() {
+    let restoring = restoring_copy(file);
+    if file.exists() || !restoring.is_file() {
         return Ok(());
     }
     Err(StoreError::Unavailable(format!(
         "{} is missing and {} is left of a restore that did not finish (or runs now): run the restore again",
         file.display(),
-        Path::new(&restoring).display()
+        restoring.display()
     )))
+}
+
+/// Where `restore` copies a backup before moving it into the place of the database `file`.
+pub(in crate::store) fn restoring_copy(file: &Path) -> std::path::PathBuf {
+    let mut name = file.as_os_str().to_os_string();
+    name.push(".restoring");
+    name.into()
 }
 
 /// Creates `file` empty with mode 0600 unless it exists (SQLite takes an empty file as a new
