@@ -16,6 +16,7 @@ use crate::erp::webhook::WebhookGuard;
 use crate::fieldreport::service::FieldReportService;
 use crate::file_storage::Storage;
 use crate::jobs::JobsService;
+use crate::leasing::missing_info::MissingInfoMail;
 use crate::leasing::service::LeasingService;
 use crate::leasing::watch::Watcher;
 use crate::mail::Mailer;
@@ -92,7 +93,7 @@ impl Services {
             config.erp.pull_overlap,
         );
         let watcher = Watcher::new(store.clone(), config.watch.clone(), metrics.clone());
-        let leasing = leasing_service(config, storage, erp_client, &metrics, watcher)?;
+        let leasing = leasing_service(config, storage, erp_client, &metrics, watcher, store.clone())?;
         let jobs = JobsService::new(store.clone(), fieldreport.clone(), erp.clone(), metrics.clone())
             .with_active_per_user(config.jobs.active_per_user)
             .with_per_minute_per_user(config.jobs.per_minute_per_user);
@@ -115,6 +116,7 @@ fn leasing_service(
     erp: Result<ErpClient, UpstreamError>,
     metrics: &Arc<Metrics>,
     watcher: Watcher,
+    store: Store,
 ) -> Result<LeasingService, AssemblyError> {
     let client =
         configured(LeasingClient::from_config(&config.leasing))?.map(|client| client.with_metrics(metrics.clone()));
@@ -125,7 +127,10 @@ fn leasing_service(
         Arc::new(ErpTemplates::new(erp)),
     )
     .map_err(|e| AssemblyError::Unsupported(e.to_string()))?;
-    Ok(LeasingService::new(client, storage, mailer, config.erp.missing_info_template.clone(), watcher))
+    let erp = &config.erp;
+    let missing_info =
+        MissingInfoMail::new(mailer, erp.missing_info_template.clone(), store, erp.missing_info_mail_interval);
+    Ok(LeasingService::new(client, storage, missing_info, watcher))
 }
 
 /// The metrics of this service; requests are named by the operations of the served document.

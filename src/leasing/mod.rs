@@ -3,6 +3,7 @@
 pub mod calculation;
 pub mod flow;
 pub mod id;
+pub mod missing_info;
 pub mod payload;
 pub mod service;
 pub mod state;

@@ -4,15 +4,15 @@ use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
+use super::missing_info::MissingInfoMail;
 use super::payload::{MAX_AMOUNT, MIN_AMOUNT, validate_create, validate_lessee_patch, validate_patch, with_defaults};
 use super::state::{Observation, observe};
 use super::watch::Watcher;
 use super::watch::delivery::Deliverer;
 use super::watch::poller::Poller;
 use crate::file_storage::{Storage, StorageKey};
-use crate::mail::Mailer;
 use crate::metrics::ObservationSource;
 use crate::stop::{Stop, StopSignal};
 use crate::store::now_ms;
@@ -167,8 +167,7 @@ fn bad_body(e: crate::upstream::leasing::BodyError) -> LeasingError {
 pub struct LeasingService {
     client: Result<LeasingClient, UpstreamError>,
     storage: Storage,
-    mailer: Mailer,
-    missing_info_template: String,
+    missing_info: MissingInfoMail,
     /// Records the states this service reads, and watches the requests it creates.
     watcher: Watcher,
 }
@@ -177,11 +176,10 @@ impl LeasingService {
     pub fn new(
         client: Result<LeasingClient, UpstreamError>,
         storage: Storage,
-        mailer: Mailer,
-        missing_info_template: String,
+        missing_info: MissingInfoMail,
         watcher: Watcher,
     ) -> Self {
-        LeasingService { client, storage, mailer, missing_info_template, watcher }
+        LeasingService { client, storage, missing_info, watcher }
     }
 
     pub fn watcher(&self) -> &Watcher {
@@ -314,7 +312,12 @@ impl LeasingService {
         loop {
             match observe(&state_of(&request)) {
                 Observation::Ready => return Ok(request),
-                Observation::MissingInfo => return Err(Box::pin(self.missing_info(id, &request, params)).await),
+                Observation::MissingInfo => {
+                    let appointment =
+                        [params.technician_appointment_date.as_deref(), params.technician_appointment_time.as_deref()];
+                    let mail = Box::pin(self.missing_info.send(id, &request, appointment)).await;
+                    return Err(LeasingError::MissingInfo { mail });
+                }
                 Observation::Declined => return Err(LeasingError::Declined),
                 Observation::Cancelled => return Err(LeasingError::Cancelled),
                 Observation::PastSigning(state) => return Err(LeasingError::PastSigning(state)),
@@ -332,28 +335,6 @@ impl LeasingService {
                 }
             }
         }
-    }
-
-    /// Sends the missing-info mail and turns the outcome into the error to answer with; a
-    /// mail failure is reported, never hiding the MissingInfo outcome.
-    async fn missing_info(&self, id: &str, request: &Value, params: &WaitParams) -> LeasingError {
-        let lessee = request.get("Lessee").cloned().unwrap_or_else(|| json!({}));
-        let context = json!({
-            "financing_id": id,
-            "request": request,
-            "lessee": lessee,
-            "technician_appointment_date": params.technician_appointment_date,
-            "technician_appointment_time": params.technician_appointment_time,
-        });
-        let to: Vec<String> = lessee.get("Email").and_then(Value::as_str).map(str::to_string).into_iter().collect();
-        let mail = match self.mailer.send_template(&self.missing_info_template, &context, &to).await {
-            Ok(location) => format!("the missing-info mail was sent ({location})"),
-            Err(error) => {
-                crate::telemetry::report_internal_error(&format!("missing-info mail for {id}: {error}"));
-                format!("the missing-info mail could not be sent: {error}")
-            }
-        };
-        LeasingError::MissingInfo { mail }
     }
 
     pub async fn e_signature_configuration(&self, id: &str) -> Result<Value, LeasingError> {

@@ -106,6 +106,9 @@ impl FieldReportConfig {
 /// rather than time out and be sent again into the same queue.
 pub const DEFAULT_ERP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How often one financing request's missing-info mail may leave unless set: an hour.
+pub const DEFAULT_MISSING_INFO_MAIL_INTERVAL: Duration = Duration::from_secs(3600);
+
 /// Settings of the ERP client and webhook receiver.
 #[derive(Debug, Clone)]
 pub struct ErpConfig {
@@ -116,13 +119,16 @@ pub struct ErpConfig {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub missing_info_template: String,
+    /// How often one financing request's missing-info mail may leave
+    /// (`MISSING_INFO_MAIL_INTERVAL_SECONDS`, default an hour).
+    pub missing_info_mail_interval: Duration,
     /// How far before its cursor an incremental pull starts (`ERP_PULL_OVERLAP_SECONDS`,
     /// default [`DEFAULT_SYNC_OVERLAP`]).
     pub pull_overlap: Duration,
 }
 
 impl ErpConfig {
-    /// Reads the `ERP_*` settings and `MISSING_INFO_TEMPLATE`.
+    /// Reads the `ERP_*` settings and the missing-info mail's (`MISSING_INFO_*`).
     pub fn read(raw: &Settings) -> Result<ErpConfig, ConfigError> {
         Ok(ErpConfig {
             base_url: raw.url("ERP_BASE_URL")?,
@@ -132,6 +138,9 @@ impl ErpConfig {
             timeout: raw.positive_u64("ERP_TIMEOUT_SECONDS")?.map_or(DEFAULT_ERP_TIMEOUT, Duration::from_secs),
             connect_timeout: Duration::from_secs(raw.positive_u64("ERP_CONNECT_TIMEOUT_SECONDS")?.unwrap_or(10)),
             missing_info_template: raw.string_or("MISSING_INFO_TEMPLATE", "leasing-missing-info"),
+            missing_info_mail_interval: raw
+                .positive_at_most("MISSING_INFO_MAIL_INTERVAL_SECONDS", 7 * 24 * 3600)?
+                .map_or(DEFAULT_MISSING_INFO_MAIL_INTERVAL, Duration::from_secs),
             pull_overlap: raw.seconds_or("ERP_PULL_OVERLAP_SECONDS", DEFAULT_SYNC_OVERLAP)?,
         })
     }

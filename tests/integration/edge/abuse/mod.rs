@@ -20,6 +20,7 @@ mod exports;
 mod held_calls;
 mod injection;
 mod log_lines;
+mod mails;
 mod neighbours;
 mod nul;
 mod scopes;
