@@ -21,6 +21,7 @@ use crate::leasing::watch::WatchError;
 use crate::store::StoreError;
 use crate::telemetry;
 use crate::upstream::UpstreamError;
+use crate::vocabulary::retry_after;
 
 /// Validation messages per field name (in `vocabulary`: the areas name it without this module).
 pub use crate::vocabulary::field_errors::FieldErrors;
@@ -119,9 +120,10 @@ impl ApiError {
             .next()
             .and_then(|(field, messages)| messages.first().map(|m| format!("{field}: {m}")))
             .unwrap_or_else(|| "The given data was invalid.".to_string());
-        let mut error = Self::echoing(ErrorStatusCode::UNPROCESSABLE_ENTITY, "validation_failed", message);
-        error.errors = Some(errors);
-        error
+        Self {
+            errors: Some(errors),
+            ..Self::echoing(ErrorStatusCode::UNPROCESSABLE_ENTITY, "validation_failed", message)
+        }
     }
 
     /// 429: the user holds as many held calls (waits, flows) here as they may.
@@ -151,9 +153,12 @@ impl ApiError {
 
     /// 429 `error_code` with `Retry-After`.
     fn too_many(error_code: &str, message: String, retry_after_seconds: u64) -> Self {
-        let mut error = Self::new(ErrorStatusCode::TOO_MANY_REQUESTS, error_code, message);
-        error.retry_after_seconds = Some(retry_after_seconds);
-        error
+        Self::new(ErrorStatusCode::TOO_MANY_REQUESTS, error_code, message).retry_after(retry_after_seconds)
+    }
+
+    /// The error, with `Retry-After: seconds`.
+    fn retry_after(self, seconds: u64) -> Self {
+        Self { retry_after_seconds: Some(seconds), ..self }
     }
 
     /// A failure whose detail is for the log only; the client sees a generic message.
@@ -165,20 +170,15 @@ impl ApiError {
     /// The database is away or busy: 503 with `Retry-After`, the request may be sent again.
     pub fn unavailable(detail: impl std::fmt::Display) -> Self {
         telemetry::report_internal_error(&detail.to_string());
-        let mut error = Self::new(
-            ErrorStatusCode::SERVICE_UNAVAILABLE,
-            "service_unavailable",
-            "The service is temporarily unavailable.",
-        );
-        error.retry_after_seconds = Some(UNAVAILABLE_RETRY_AFTER_SECONDS);
-        error
+        let message = "The service is temporarily unavailable.";
+        Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "service_unavailable", message)
+            .retry_after(UNAVAILABLE_RETRY_AFTER_SECONDS)
     }
 
     /// 503 `upstream_busy` with the wait an upstream asked for, at most an hour.
     fn upstream_busy(message: String, retry_after: Option<std::time::Duration>) -> Self {
-        let mut error = Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "upstream_busy", message);
-        error.retry_after_seconds = Some(crate::vocabulary::retry_after::relayed_seconds(retry_after));
-        error
+        Self::new(ErrorStatusCode::SERVICE_UNAVAILABLE, "upstream_busy", message)
+            .retry_after(retry_after::relayed_seconds(retry_after))
     }
 
     /// Marks an error of a leasing route, which keeps the seed's `{success: false, message}`.
@@ -287,12 +287,16 @@ impl From<AuthError> for ApiError {
 }
 
 /// Every failure of a leasing route is logged and answered 500 `{success: false, message,
-/// error_code}` (the seed's rule), except invalid input, which is 422 with `errors`.
+/// error_code}` (the seed's rule), except invalid input, which is 422 with `errors`, and a
+/// create over the user's rate, 429 as every rate.
 impl From<LeasingError> for ApiError {
     fn from(error: LeasingError) -> Self {
         let code = error.code();
         match error {
             LeasingError::Invalid(errors) => Self::validation(errors).leasing(),
+            LeasingError::TooManyCreates { retry_after_seconds, .. } => {
+                Self::too_many(code, error.to_string(), retry_after_seconds).leasing()
+            }
             LeasingError::Stopped(stop) => {
                 let status = match stop {
                     crate::stop::Stop::ShuttingDown => ErrorStatusCode::SERVICE_UNAVAILABLE,
@@ -303,8 +307,7 @@ impl From<LeasingError> for ApiError {
             }
             other => {
                 telemetry::report_leasing_failure(code, &other.to_string());
-                let wait = (code == "upstream_busy")
-                    .then(|| crate::vocabulary::retry_after::relayed_seconds(other.upstream_wait()));
+                let wait = (code == "upstream_busy").then(|| retry_after::relayed_seconds(other.upstream_wait()));
                 let error = Self::new(ErrorStatusCode::INTERNAL_SERVER_ERROR, code, other.to_string()).leasing();
                 Self { retry_after_seconds: wait, ..error }
             }
@@ -326,16 +329,10 @@ impl From<FlowFailure> for ApiError {
                     failure.failed_step
                 )
             });
-        let mut error = Self::from(failure.error);
-        if let Some(message) = stopped_after_create {
-            error.message = message;
-        }
-        error.flow = Some(FlowPosition {
-            financing_id: failure.financing_id,
-            flow_id: failure.flow_id,
-            failed_step: Some(failure.failed_step),
-        });
-        error
+        let error = Self::from(failure.error);
+        let (financing_id, flow_id, failed_step) = (failure.financing_id, failure.flow_id, Some(failure.failed_step));
+        let flow = Some(FlowPosition { financing_id, flow_id, failed_step });
+        Self { message: stopped_after_create.unwrap_or(error.message), flow, ..error }
     }
 }
 

@@ -104,6 +104,7 @@ impl FlowFailure {
                     | E::Throttled { .. }
                     | E::Client { .. },
             ) | LeasingError::Invalid(_)
+                | LeasingError::TooManyCreates { .. }
         );
         self.financing_id.is_some() || !nothing_created
     }

@@ -40,6 +40,11 @@ pub enum LeasingError {
     NotReadyToSign { state: String, attempts: u32 },
     #[error("The contract document could not be stored: {0}")]
     Storage(String),
+    /// The user created `most` financing requests within the last minute, as many as they may.
+    #[error(
+        "You created {most} financing requests within a minute, the most a user may; retry in {retry_after_seconds} s."
+    )]
+    TooManyCreates { most: u64, retry_after_seconds: u64 },
     /// Held work stopped early: its client went away, or the service is shutting down.
     #[error("{}", match .0 {
         Stop::ClientGone => "The client went away; the work stopped.",
@@ -51,7 +56,7 @@ pub enum LeasingError {
 impl LeasingError {
     /// Every code [`LeasingError::code`] answers (metrics count flow outcomes by them; the list
     /// is vocabulary, so that the metrics need not import the leasing area).
-    pub const CODES: [&'static str; 17] = LEASING_ERROR_CODES;
+    pub const CODES: [&'static str; 18] = LEASING_ERROR_CODES;
 
     /// The `error_code` of the answer: one per cause.
     pub fn code(&self) -> &'static str {
@@ -63,6 +68,7 @@ impl LeasingError {
             LeasingError::PastSigning(_) => "already_past_signing",
             LeasingError::NotReadyToSign { .. } => "not_ready_to_sign",
             LeasingError::Storage(_) => "storage_error",
+            LeasingError::TooManyCreates { .. } => "too_many_financing_requests",
             LeasingError::Stopped(Stop::ClientGone) => "client_gone",
             LeasingError::Stopped(Stop::ShuttingDown) => "shutting_down",
             LeasingError::Upstream(e) => match e {
@@ -226,6 +232,9 @@ impl LeasingService {
     pub async fn create(&self, payload: &Value, user_id: i64) -> Result<Value, LeasingError> {
         validate_create(payload).map_err(LeasingError::Invalid)?;
         let request = body(payload).map_err(bad_body)?;
+        if let Some(seconds) = self.watcher.create_turn(user_id, true).await {
+            return Err(self.too_many_creates(seconds));
+        }
         let read_at = now_ms();
         let created = self.client()?.create(&request).await?;
         // Without an id the routes can name, the answer is no created request (a proxy's page,
@@ -246,6 +255,19 @@ impl LeasingService {
             data.extend(answer.into_iter().filter(|(_, v)| !v.is_null()));
         }
         Ok(with_defaults(Value::Object(data)))
+    }
+
+    /// Whether `user_id` may create a financing request now (a flow asks before it records
+    /// itself; its create step takes the turn).
+    pub async fn may_create(&self, user_id: i64) -> Result<(), LeasingError> {
+        match self.watcher.create_turn(user_id, false).await {
+            Some(seconds) => Err(self.too_many_creates(seconds)),
+            None => Ok(()),
+        }
+    }
+
+    fn too_many_creates(&self, retry_after_seconds: u64) -> LeasingError {
+        LeasingError::TooManyCreates { most: self.watcher.creates_per_minute(), retry_after_seconds }
     }
 
     pub async fn show(&self, id: &str) -> Result<Value, LeasingError> {
@@ -439,6 +461,7 @@ mod tests {
             LeasingError::PastSigning(String::new()),
             LeasingError::NotReadyToSign { state: String::new(), attempts: 1 },
             LeasingError::Storage(String::new()),
+            LeasingError::TooManyCreates { most: 1, retry_after_seconds: 1 },
             UpstreamError::NotConfigured { system, setting: "X" }.into(),
             UpstreamError::Timeout { system }.into(),
             UpstreamError::Unreachable { system, detail: String::new() }.into(),

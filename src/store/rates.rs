@@ -1,7 +1,8 @@
 //! The per-user rates of rows a caller writes: a user's rows of the last minute, counted from
 //! the table they land in, so that no caller writes rows faster than retention removes them
 //! (`JOBS_PER_MINUTE_PER_USER`, `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER`,
-//! `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER`). Counting the rows
+//! `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER`, `LEASING_CREATES_PER_MINUTE_PER_USER`).
+//! Counting the rows
 //! themselves holds across instances and restarts, and needs no state of its own.
 
 use sqlx::{AnyConnection, Row};
@@ -20,11 +21,13 @@ pub enum Rated {
     IdempotencyKeys,
     /// Deliveries the user asked to send again (`leasing_delivery_retries.user_id`).
     DeliveryRetries,
+    /// Financing requests the user asked to create (`leasing_creates.user_id`).
+    LeasingCreates,
 }
 
 impl Rated {
     /// The newest rows of a user since a moment, newest first, at most `$3` of them; each reads
-    /// an index on (user, `created_at`) (migrations 0028 and 0040).
+    /// an index on (user, `created_at`) (migrations 0028, 0040 and 0042).
     fn statement(self) -> &'static str {
         match self {
             Rated::Jobs => {
@@ -39,6 +42,26 @@ impl Rated {
                 "SELECT created_at FROM leasing_delivery_retries WHERE user_id = $1 AND created_at > $2 \
                  ORDER BY created_at DESC LIMIT $3"
             }
+            Rated::LeasingCreates => {
+                "SELECT created_at FROM leasing_creates WHERE user_id = $1 AND created_at > $2 \
+                 ORDER BY created_at DESC LIMIT $3"
+            }
+        }
+    }
+
+    /// The rows of a rate kept for counting alone: a user's older rows are deleted and a new
+    /// one added ($1 the user, $2 the window's start, or now).
+    fn turns(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Rated::Jobs | Rated::IdempotencyKeys => None,
+            Rated::DeliveryRetries => Some((
+                "DELETE FROM leasing_delivery_retries WHERE user_id = $1 AND created_at <= $2",
+                "INSERT INTO leasing_delivery_retries (user_id, created_at) VALUES ($1, $2)",
+            )),
+            Rated::LeasingCreates => Some((
+                "DELETE FROM leasing_creates WHERE user_id = $1 AND created_at <= $2",
+                "INSERT INTO leasing_creates (user_id, created_at) VALUES ($1, $2)",
+            )),
         }
     }
 }
@@ -51,6 +74,38 @@ impl Store {
         let mut connection = self.pool().acquire().await?;
         rate_reached_on(&mut connection, rated, user_id, per_minute).await
     }
+
+    /// Takes one of `user_id`'s `per_minute` turns of `rated` (see [`take_turn_on`]), in a
+    /// transaction of its own: requests sent at once take turns one after the other.
+    pub async fn take_turn(&self, rated: Rated, user_id: i64, per_minute: u64) -> Result<Option<u64>, StoreError> {
+        let mut tx = self.write_transaction().await?;
+        self.hold_user(&mut tx, user_id).await?;
+        if let Some(seconds) = take_turn_on(&mut tx, rated, user_id, per_minute).await? {
+            return Ok(Some(seconds));
+        }
+        tx.commit().await?;
+        Ok(None)
+    }
+}
+
+/// Takes one of `user_id`'s `per_minute` turns of a rate whose rows are kept for counting
+/// alone, on `connection` (a write transaction holding the user, see `Store::hold_user`):
+/// `Some(seconds)` when none is left (and nothing is written), else the turn's row is added and
+/// the user's rows older than the window go.
+pub(crate) async fn take_turn_on(
+    connection: &mut AnyConnection,
+    rated: Rated,
+    user_id: i64,
+    per_minute: u64,
+) -> Result<Option<u64>, StoreError> {
+    let (delete, insert) = rated.turns().expect("a rate whose rows are kept for counting alone");
+    if let Some(seconds) = rate_reached_on(connection, rated, user_id, per_minute).await? {
+        return Ok(Some(seconds));
+    }
+    let now = now_ms();
+    sqlx::query(delete).bind(user_id).bind(now - WINDOW_MS).execute(&mut *connection).await?;
+    sqlx::query(insert).bind(user_id).bind(now).execute(&mut *connection).await?;
+    Ok(None)
 }
 
 /// As [`Store::rate_reached`], read on `connection` (a transaction that writes the next row).

@@ -17653,7 +17653,7 @@ export interface operations {
             414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
-            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key); retry after `Retry-After` seconds. */
+            /** @description The caller's user created `LEASING_CREATES_PER_MINUTE_PER_USER` financing requests within the last minute (`too_many_financing_requests`; nothing was sent to the provider), or the caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -18081,7 +18081,7 @@ export interface operations {
                     "application/json": components["schemas"]["LeasingFlowInvalid"];
                 };
             };
-            /** @description The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key), or the caller's user has `MAX_HELD_CALLS_PER_USER` waits and flows running here (`too_many_held_calls`); retry after `Retry-After` seconds. */
+            /** @description The caller's user created `LEASING_CREATES_PER_MINUTE_PER_USER` financing requests within the last minute (`too_many_financing_requests`; nothing was sent to the provider), or the caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key), or the caller's user has `MAX_HELD_CALLS_PER_USER` waits and flows running here (`too_many_held_calls`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait. */

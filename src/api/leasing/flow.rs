@@ -168,6 +168,8 @@ pub async fn leasing_request_flow(
             .map(HttpResponseOk);
     }
     let outcome = async {
+        // Over the user's rate the flow leaves no record either.
+        context.leasing.may_create(user_id).await.map_err(|error| Failure::Repeatable(error.into()))?;
         let mut recorder = FlowRecorder::start(store, user_id, input.mode(), reservation.key())
             .await
             .map_err(|error| Failure::Repeatable(error.into()))?;

@@ -36,6 +36,8 @@ pub enum Source {
     Login,
     /// A leasing route that calls the provider (`success: false` answers).
     Leasing,
+    /// A leasing route that creates a financing request: its place under the user's rate.
+    LeasingCreate,
     /// The leasing state subscriptions.
     Watch,
     /// A field-report write or tool, which calls the field-report system.
@@ -67,11 +69,12 @@ pub enum Source {
 impl Source {
     /// Every source, so that a test can walk every answer the service can give
     /// (`tests/integration/edge/python_client.rs` sends each through a generated client).
-    pub const ALL: [Source; 17] = [
+    pub const ALL: [Source; 18] = [
         Source::Store,
         Source::Guard,
         Source::Login,
         Source::Leasing,
+        Source::LeasingCreate,
         Source::Watch,
         Source::FieldReport,
         Source::FieldReportLocal,
@@ -101,53 +104,28 @@ impl Source {
     pub fn answers(self) -> BTreeSet<Answer> {
         let answer = |error: ApiError| (error.status().as_u16(), error.error_code.clone());
         crate::telemetry::quietly(|| match self {
-            Source::Store => store_errors().into_iter().map(ApiError::from).map(answer).collect(),
-            Source::Guard => auth_errors()
-                .into_iter()
-                .filter(|e| {
-                    matches!(e, AuthError::Unauthenticated | AuthError::MissingAbility(_) | AuthError::Store(_))
-                })
-                .map(ApiError::from)
-                .map(answer)
-                .collect(),
-            Source::Login => auth_errors()
-                .into_iter()
-                .filter(|e| {
-                    use AuthError::*;
-                    matches!(e, Invalid(_) | Throttled { .. } | InvalidCredentials | Store(_) | Hashing(_))
-                })
-                .map(ApiError::from)
-                .map(answer)
-                .collect(),
-            Source::Leasing => leasing_errors().into_iter().map(ApiError::from).map(answer).collect(),
-            Source::Watch => watch_errors()
-                .into_iter()
-                .filter(|e| !matches!(e, WatchError::TooManyRetries { .. }))
-                .map(ApiError::from)
-                .map(answer)
-                .collect(),
-            Source::DeliveryRetry => watch_errors()
-                .into_iter()
-                .filter(|e| matches!(e, WatchError::TooManyRetries { .. }))
-                .map(ApiError::from)
-                .map(answer)
-                .collect(),
-            Source::FieldReport => fieldreport_errors().into_iter().map(ApiError::from).map(answer).collect(),
-            Source::FieldReportLocal => fieldreport_errors()
-                .into_iter()
-                .filter(|e| !matches!(e, FieldReportError::Upstream(_)) && !is_upstream_outcome(e))
-                .map(ApiError::from)
-                .map(answer)
-                .collect(),
-            Source::Erp => erp_errors().into_iter().map(ApiError::from).map(answer).collect(),
-            Source::ErpLocal => erp_errors()
-                .into_iter()
-                .filter(|e| !matches!(e, ErpError::Upstream(_) | ErpError::FieldReport(_)))
-                .map(ApiError::from)
-                .map(answer)
-                .collect(),
-            Source::Job => job_errors().into_iter().map(ApiError::from).map(answer).collect(),
-            Source::Feed => feed_errors().into_iter().map(ApiError::from).map(answer).collect(),
+            Source::Store => answers_of(store_errors(), |_| true),
+            Source::Guard => answers_of(auth_errors(), |e| {
+                matches!(e, AuthError::Unauthenticated | AuthError::MissingAbility(_) | AuthError::Store(_))
+            }),
+            Source::Login => answers_of(auth_errors(), |e| {
+                use AuthError::*;
+                matches!(e, Invalid(_) | Throttled { .. } | InvalidCredentials | Store(_) | Hashing(_))
+            }),
+            Source::Leasing => answers_of(leasing_errors(), |e| !matches!(e, LeasingError::TooManyCreates { .. })),
+            Source::LeasingCreate => answers_of(leasing_errors(), |e| matches!(e, LeasingError::TooManyCreates { .. })),
+            Source::Watch => answers_of(watch_errors(), |e| !matches!(e, WatchError::TooManyRetries { .. })),
+            Source::DeliveryRetry => answers_of(watch_errors(), |e| matches!(e, WatchError::TooManyRetries { .. })),
+            Source::FieldReport => answers_of(fieldreport_errors(), |_| true),
+            Source::FieldReportLocal => answers_of(fieldreport_errors(), |e| {
+                !matches!(e, FieldReportError::Upstream(_)) && !is_upstream_outcome(e)
+            }),
+            Source::Erp => answers_of(erp_errors(), |_| true),
+            Source::ErpLocal => {
+                answers_of(erp_errors(), |e| !matches!(e, ErpError::Upstream(_) | ErpError::FieldReport(_)))
+            }
+            Source::Job => answers_of(job_errors(), |_| true),
+            Source::Feed => answers_of(feed_errors(), |_| true),
             Source::Probe => [answer(ApiError::unavailable("made up"))].into(),
             Source::LeasingInput => [answer(ApiError::validation(field_errors()))].into(),
             Source::HeldCall => [answer(ApiError::too_many_held_calls(1))].into(),
@@ -155,6 +133,16 @@ impl Source {
             Source::Export => [answer(ApiError::too_many_exports(1))].into(),
         })
     }
+}
+
+/// The answers of the `errors` (of one type) that `keep` keeps, through the service's mapping.
+fn answers_of<E: Into<ApiError>>(errors: Vec<E>, keep: impl Fn(&E) -> bool) -> BTreeSet<Answer> {
+    errors
+        .into_iter()
+        .filter(|error| keep(error))
+        .map(Into::into)
+        .map(|error: ApiError| (error.status().as_u16(), error.error_code.clone()))
+        .collect()
 }
 
 /// The outcomes of a forwarded write, which a read of the mirror never meets.
@@ -213,6 +201,9 @@ pub fn sources(op_id: &str, tags: &[String], guarded: bool) -> BTreeSet<Source> 
     if IDEMPOTENT_OPERATIONS.contains(&op_id) {
         sources.insert(Source::IdempotencyKey);
     }
+    if CREATING_OPERATIONS.contains(&op_id) {
+        sources.insert(Source::LeasingCreate);
+    }
     sources
 }
 
@@ -221,6 +212,9 @@ const HELD_OPERATIONS: &[&str] = &["leasing_wait_ready_to_sign", "leasing_reques
 
 /// The operations that take an `Idempotency-Key` (a test checks the document's parameters).
 pub const IDEMPOTENT_OPERATIONS: &[&str] = &["leasing_create", "leasing_request_flow"];
+
+/// The operations that create a financing request (`LEASING_CREATES_PER_MINUTE_PER_USER`).
+const CREATING_OPERATIONS: &[&str] = &["leasing_create", "leasing_request_flow"];
 
 /// Every answer of an operation whose handler returns errors of `sources`.
 pub fn answers(sources: &BTreeSet<Source>) -> BTreeSet<Answer> {
@@ -326,6 +320,7 @@ fn leasing_errors() -> Vec<LeasingError> {
         LeasingError::PastSigning(_) => vec![LeasingError::PastSigning(text())],
         LeasingError::NotReadyToSign { .. } => vec![LeasingError::NotReadyToSign { state: text(), attempts: 1 }],
         LeasingError::Storage(_) => vec![LeasingError::Storage(text())],
+        LeasingError::TooManyCreates { .. } => vec![LeasingError::TooManyCreates { most: 60, retry_after_seconds: 1 }],
         // A client that went away reads no answer (499 is for the log).
         LeasingError::Stopped(_) => vec![LeasingError::Stopped(Stop::ShuttingDown)],
     }
@@ -416,6 +411,7 @@ mod tests {
                 | Source::Guard
                 | Source::Login
                 | Source::Leasing
+                | Source::LeasingCreate
                 | Source::Watch
                 | Source::FieldReport
                 | Source::FieldReportLocal
@@ -448,6 +444,9 @@ mod tests {
         let leasing = Source::Leasing.answers();
         assert!(leasing.contains(&(500, "declined".to_string())), "{leasing:?}");
         assert!(leasing.contains(&(503, "shutting_down".to_string())), "{leasing:?}");
+        assert!(!leasing.iter().any(|(status, _)| *status == 429), "only the creating routes have a rate: {leasing:?}");
+        let creates = Source::LeasingCreate.answers();
+        assert_eq!(creates, [(429, "too_many_financing_requests".to_string())].into());
         let local = Source::FieldReportLocal.answers();
         assert!(local.iter().all(|(status, code)| ![502, 504].contains(status) && code != "interrupted"), "{local:?}");
     }

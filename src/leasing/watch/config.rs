@@ -1,6 +1,6 @@
 //! The watcher's settings: how often a watched request is read, how many reads run at once,
 //! which callback addresses are allowed, how long a delivery is retried, how often a user may
-//! ask for one to be sent again, and how long a request the provider does not have is read.
+//! ask for one to be sent again, how many requests a user may create, and how long a request the provider does not have is read.
 
 use std::time::Duration;
 
@@ -20,6 +20,8 @@ pub const MAX_GONE_SECONDS: u64 = 365 * 86_400;
 pub const MAX_SUBSCRIPTIONS_PER_USER: u64 = 100_000;
 /// The most `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER` may be.
 pub const MAX_RETRIES_PER_MINUTE_PER_USER: u64 = 100_000;
+/// The most `LEASING_CREATES_PER_MINUTE_PER_USER` may be.
+pub const MAX_CREATES_PER_MINUTE_PER_USER: u64 = 100_000;
 
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
@@ -41,6 +43,10 @@ pub struct WatchConfig {
     /// Deliveries one user may ask to send again within a minute
     /// (`LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER`, default 60).
     pub retries_per_minute_per_user: u64,
+    /// Financing requests one user may create within a minute, by the create route or a
+    /// one-shot flow (`LEASING_CREATES_PER_MINUTE_PER_USER`, default 60): each is a request at
+    /// the provider, watched here.
+    pub creates_per_minute_per_user: u64,
     /// How long a request the provider answers 404 or 410 for is still read
     /// (`LEASING_WATCH_GONE_SECONDS`, default 7 days).
     pub gone_after: Duration,
@@ -56,6 +62,7 @@ impl Default for WatchConfig {
             first_retry: Duration::from_secs(5),
             subscriptions_per_user: 100,
             retries_per_minute_per_user: 60,
+            creates_per_minute_per_user: 60,
             gone_after: Duration::from_secs(7 * 86_400),
         }
     }
@@ -86,6 +93,9 @@ impl WatchConfig {
             retries_per_minute_per_user: raw
                 .positive_at_most("LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER", MAX_RETRIES_PER_MINUTE_PER_USER)?
                 .unwrap_or(defaults.retries_per_minute_per_user),
+            creates_per_minute_per_user: raw
+                .positive_at_most("LEASING_CREATES_PER_MINUTE_PER_USER", MAX_CREATES_PER_MINUTE_PER_USER)?
+                .unwrap_or(defaults.creates_per_minute_per_user),
             gone_after: raw
                 .positive_at_most("LEASING_WATCH_GONE_SECONDS", MAX_GONE_SECONDS)?
                 .map_or(defaults.gone_after, Duration::from_secs),

@@ -9,10 +9,14 @@
 //! after the provider had created it) has no owner in the store: this instance keeps its
 //! creator ([`super::unstarted::Unstarted`]) and starts its watch, as the creator's, once the database takes
 //! writes again (the poller tries before each claim). Meanwhile it is its creator's here too.
+//!
+//! A user creates at most `LEASING_CREATES_PER_MINUTE_PER_USER` requests a minute: each is a
+//! request at the provider and a watch here, with its events (and for a flow, its record).
 
 use serde_json::Value;
 
 use super::{WatchError, Watcher};
+use crate::store::rates::Rated;
 use crate::vocabulary::owner::Viewer;
 
 impl Watcher {
@@ -44,6 +48,31 @@ impl Watcher {
             ));
             self.unstarted.hold(financing_id, request, read_at, user_id);
         }
+    }
+
+    /// Takes one of `user_id`'s turns to create a financing request: `Some(seconds)` to wait
+    /// when the user created `LEASING_CREATES_PER_MINUTE_PER_USER` within the last minute. With
+    /// `take: false` it only looks (a flow, before it records itself; its create step takes
+    /// the turn). When the database cannot count, the create goes on, as its watch does
+    /// ([`Watcher::start_created`]), and the failure is reported.
+    pub async fn create_turn(&self, user_id: i64, take: bool) -> Option<u64> {
+        let most = self.config.creates_per_minute_per_user;
+        let turn = if take {
+            self.store.take_turn(Rated::LeasingCreates, user_id, most).await
+        } else {
+            self.store.rate_reached(Rated::LeasingCreates, user_id, most).await
+        };
+        turn.unwrap_or_else(|error| {
+            crate::telemetry::report_internal_error(&format!(
+                "leasing: user {user_id}'s creates not counted, the create goes on: {error}"
+            ));
+            None
+        })
+    }
+
+    /// The most financing requests a user may create within a minute.
+    pub fn creates_per_minute(&self) -> u64 {
+        self.config.creates_per_minute_per_user
     }
 
     /// Starts the watches of the requests created here whose watch could not be started, each

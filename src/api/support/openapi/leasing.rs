@@ -1,5 +1,5 @@
 //! The leasing operations' answers of their own: 404 for a financing request or flow of
-//! another user, 429 for too many new `Idempotency-Key`s.
+//! another user, 429 for too many financing requests created or new `Idempotency-Key`s.
 
 use serde_json::{Value, json};
 
@@ -35,7 +35,7 @@ pub fn complete(op: &mut Value, op_id: &str, path: &str) {
             ""
         };
         op["responses"]["429"] = json!({
-            "description": format!("The caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key){held}; retry after `Retry-After` seconds."),
+            "description": format!("The caller's user created `LEASING_CREATES_PER_MINUTE_PER_USER` financing requests within the last minute (`too_many_financing_requests`; nothing was sent to the provider), or the caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key){held}; retry after `Retry-After` seconds."),
             "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
             "content": example(
                 "too_many_idempotency_keys",

@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use crate::store::lease::DueClaim;
-use crate::store::rates::{Rated, WINDOW_MS, rate_reached_on};
+use crate::store::rates::{Rated, take_turn_on};
 use crate::store::{Store, StoreError, now_ms};
 
 /// One delivery as listed.
@@ -372,7 +372,7 @@ impl Store {
         {
             let mut tx = self.write_transaction().await?;
             self.hold_user(&mut tx, user_id).await?;
-            if let Some(seconds) = rate_reached_on(&mut tx, Rated::DeliveryRetries, user_id, per_minute).await? {
+            if let Some(seconds) = take_turn_on(&mut tx, Rated::DeliveryRetries, user_id, per_minute).await? {
                 return Ok(Retried::TooFast { retry_after_seconds: seconds });
             }
             let queued = sqlx::query(
@@ -384,19 +384,10 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
+            // Dropped, the transaction takes the turn back.
             if queued.rows_affected() == 0 {
                 return Ok(Retried::NotFound);
             }
-            sqlx::query("DELETE FROM leasing_delivery_retries WHERE user_id = $1 AND created_at <= $2")
-                .bind(user_id)
-                .bind(now - WINDOW_MS)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query("INSERT INTO leasing_delivery_retries (user_id, created_at) VALUES ($1, $2)")
-                .bind(user_id)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
             tx.commit().await?;
         }
         Ok(self.delivery(subscription_id, id).await?.map_or(Retried::NotFound, Retried::Queued))

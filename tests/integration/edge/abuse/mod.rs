@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 
 mod bodies;
 mod bursts;
+mod creates;
 mod exports;
 mod held_calls;
 mod injection;
