@@ -110,7 +110,40 @@ async fn a_count_answered_busy_fails_the_sync(db: Db) {
     svc.stop().await;
 }
 
+/// A server that keeps finer stamps than it writes and rounds them (ticks kept, the nearest
+/// second written), and ignores `$orderby` (lists in Id order, ten a page). The next sync
+/// starts at `23:55:00` (the overlap before its cursor): ten records written `23:55:00`, kept
+/// after it, fill its first page, so it reads past that second by Id (`ge 23:54:59 and lt
+/// 23:55:01`) and also reads a record kept at `23:54:59.7` (written `23:55:00`, rounded up),
+/// before where it started. Ten records changed later fill a page, and one changed before them
+/// is listed after them: skipped. The count of the window (`ge 23:55:00`) left out the record
+/// kept before it, which was read: it counted as many as were read, and the skipped record
+/// went unseen.
+async fn a_record_kept_before_the_start_does_not_hide_a_skipped_one(db: Db) {
+    let fake = Fake::seeded(1, "");
+    fake.put(1011, 1, "2025-12-31T23:55:00");
+    fake.finer.lock().unwrap().insert(1011, "2025-12-31T23:54:59.7".into());
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 2).await;
+    for id in 1001..=1010 {
+        fake.put(id, 2, "2025-12-31T23:55:00");
+        fake.finer.lock().unwrap().insert(id, format!("2025-12-31T23:55:00.{:02}", id - 1000));
+    }
+    for n in 1..=10 {
+        fake.put(1011 + n, 1, &format!("2025-12-31T23:56:{n:02}"));
+    }
+    fake.put(1022, 1, "2025-12-31T23:56:00");
+    fake.unordered.store(true, Ordering::Relaxed);
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "the record listed after the later ones skipped: {next}");
+    let report = &next["data"][0];
+    assert_eq!((report["recovered"].clone(), report["unverified"].clone()), (json!(1), json!(false)), "{next}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_record_kept_before_the_start_does_not_hide_a_skipped_one,
     records_never_modified_skipped_by_the_paging_are_recovered,
     records_kept_after_the_newest_stamp_written_are_counted,
     a_count_that_never_meets_the_listing_ends_unverified,
