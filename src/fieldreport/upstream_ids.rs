@@ -14,8 +14,8 @@
 //! listing unverified, and the report says so; so does one whose counts never meet what it
 //! lists (a count that disagrees with the listing would have it halve without end): at most
 //! [`LISTED_AGAIN_AT_MOST`] parts are listed again, then the listing goes on uncounted. A count
-//! answered busy or away (502, 503, 504, or a refusal asking for a wait) fails the listing, as
-//! the same answer to a page does.
+//! answered with a server error, busy or away (a 5xx but 501 Not Implemented, or a refusal
+//! asking for a wait) fails the listing, as the same answer to a page does.
 
 use std::collections::HashMap;
 
@@ -225,14 +225,16 @@ impl FieldReportService {
     ) -> Result<Option<u64>, FieldReportError> {
         match self.client()?.count(info.set, filter).await {
             Ok(counted) => Ok(Some(counted)),
-            // Busy or away (after the retries of a transient failure): no word on whether it
-            // counts, and a page so answered fails the sync, so the count does too (a
-            // `Retry-After` answers `upstream_busy`). Taken for a server that does not count,
-            // the sync completed unverified, its cursor past the records it skipped.
-            Err(error @ UpstreamError::Refused { status: 502..=504, .. })
+            // A server error, busy or away (after the retries of a transient failure): no word
+            // on whether it counts (a 500 is as often a count that timed out in its database),
+            // and a page so answered fails the sync, so the count does too (a `Retry-After`
+            // answers `upstream_busy`). Taken for a server that does not count, the sync
+            // completed unverified, its cursor past the records it skipped. Only 501 (Not
+            // Implemented) says that it does not count.
+            Err(error @ UpstreamError::Refused { status: 500 | 502..=599, .. })
             | Err(error @ UpstreamError::Refused { retry_after: Some(_), .. }) => Err(error.into()),
-            // Refused otherwise or no number: a server that does not count, which fails no
-            // reconciling.
+            // Refused otherwise (a 4xx, 501) or no number: a server that does not count, which
+            // fails no reconciling.
             Err(UpstreamError::Refused { .. } | UpstreamError::Malformed { .. }) => Ok(None),
             Err(other) => Err(other.into()),
         }

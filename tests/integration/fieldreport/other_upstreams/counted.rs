@@ -142,7 +142,27 @@ async fn a_record_kept_before_the_start_does_not_hide_a_skipped_one(db: Db) {
     svc.stop().await;
 }
 
+/// The same server answering its count 500 (an internal error: a count that timed out in its
+/// database, say), then 501 (Not Implemented). A 500 was taken for a server that cannot count:
+/// the sync completed unverified, its cursor past the ten records it skipped. It says nothing
+/// of whether the server counts, so it fails the sync (`upstream_error`) and records no cursor;
+/// 501 says the server does not count, and the sync completes unverified.
+async fn a_count_answered_500_fails_the_sync_and_501_cannot_count(db: Db) {
+    let fake = Fake::seeded(50, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    fake.change_thirty_listing_ten_last();
+    *fake.count_refused.lock().unwrap() = Some((500, None));
+    let (status, failed) = sync(&svc, &token, "").await;
+    assert_eq!((status, failed["error_code"].clone()), (502, json!("upstream_error")), "{failed}");
+    *fake.count_refused.lock().unwrap() = Some((501, None));
+    let (status, uncounted) = sync(&svc, &token, "").await;
+    assert_eq!((status, uncounted["data"][0]["unverified"].clone()), (200, json!(true)), "{uncounted}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_count_answered_500_fails_the_sync_and_501_cannot_count,
     a_record_kept_before_the_start_does_not_hide_a_skipped_one,
     records_never_modified_skipped_by_the_paging_are_recovered,
     records_kept_after_the_newest_stamp_written_are_counted,
