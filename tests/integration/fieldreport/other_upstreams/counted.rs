@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::common::Db;
 use serde_json::json;
 
-use super::fake::{Fake, first_sync, mirror, start, sync};
+use super::fake::{Fake, first_sync, mirror, reconcile_to_equal, start, sync};
 
 /// A server that ignores `$orderby=Id` and lists in its rows' written order, ten a page: of the
 /// twenty records never modified (no `DateModified`), read first by `Id gt <last>`, the ten
@@ -161,7 +161,32 @@ async fn a_count_answered_500_fails_the_sync_and_501_cannot_count(db: Db) {
     svc.stop().await;
 }
 
+/// A server that ignores `$orderby=Id` and lists in descending Id order, ten a page: each
+/// window of a reconciling's list holds the highest Ids of its range, so the range is listed
+/// again in parts, about two for every five Ids. Past 1,000 parts the list went on uncounted,
+/// never reached the lowest Ids, and the reconciling completed without the five records
+/// imported late under them. Parts that list Ids not listed before are no runaway: the mirror
+/// ends equal to the server.
+async fn a_large_set_listed_backwards_is_reconciled_whole(db: Db) {
+    let fake = Fake::seeded(3_000, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 3_000).await;
+    // Stamped before the next sync's window, so that only the reconciling lists them.
+    for id in 1001..=4000 {
+        fake.put(id, 1, "2025-06-01T00:00:00");
+    }
+    for id in 1..=5 {
+        fake.put(id, 1, "2025-01-01T00:00:00");
+    }
+    fake.descending.store(true, Ordering::Relaxed);
+    let reconciled = reconcile_to_equal(&svc, &token, &fake).await;
+    assert_eq!((reconciled["fetched_missing"].clone(), reconciled["removed"].clone()), (json!(5), json!(0)));
+    assert_eq!(reconciled["unverified"], false, "{reconciled}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_large_set_listed_backwards_is_reconciled_whole,
     a_count_answered_500_fails_the_sync_and_501_cannot_count,
     a_record_kept_before_the_start_does_not_hide_a_skipped_one,
     records_never_modified_skipped_by_the_paging_are_recovered,
