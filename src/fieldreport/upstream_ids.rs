@@ -13,9 +13,10 @@
 //! say) is asked for by Id. A server that cannot count (an error, or no number) leaves the
 //! listing unverified, and the report says so; so does one whose counts never meet what it
 //! lists (a count that disagrees with the listing would have it halve without end): at most
-//! [`LISTED_AGAIN_AT_MOST`] parts are listed again, then the listing goes on uncounted. A count
-//! answered busy or away (502, 503, 504, or a refusal asking for a wait) fails the listing, as
-//! the same answer to a page does.
+//! [`LISTED_AGAIN_AT_MOST`] parts halved from parts that listed no Id not listed before are
+//! listed again, then the listing goes on uncounted. A count
+//! answered with a server error, busy or away (a 5xx but 501 Not Implemented, or a refusal
+//! asking for a wait) fails the listing, as the same answer to a page does.
 
 use std::collections::HashMap;
 
@@ -29,11 +30,16 @@ use crate::vocabulary::json_integer::json_integer;
 /// Ids asked for per request.
 const WINDOW: usize = 500;
 
-/// Parts of ranges listed again (halves) at most by one listing. A server whose count disagrees
-/// with its listing (it counts rows that no `$filter` of Ids lists) has every part halved again
-/// down to single Ids, across the whole Int64 range: a listing that never ends, holding the set's
-/// lease. A server that ignores `$orderby=Id` has a few parts listed again for each page it
-/// served out of its order.
+/// Parts of ranges listed again (halves) at most by one listing, of those halved from a part
+/// that listed no Id not listed before. A server whose count disagrees with its listing (it
+/// counts rows that no `$filter` of Ids lists) has every part halved again down to single Ids,
+/// across the whole Int64 range: a listing that never ends, holding the set's lease, whose
+/// parts list nothing new. A server that ignores `$orderby=Id` has a few parts listed again for
+/// each page it served out of its order, about two for every five Ids of a set it lists
+/// backwards ten a page, and each lists Ids not listed before: those are not counted here (a
+/// fixed number of parts left a set of a few thousand Ids listed backwards uncounted, its lowest
+/// Ids never asked for). A part listing an Id not listed before is no runaway: the server has as
+/// many Ids as it has, so there are at most twice as many such parts.
 const LISTED_AGAIN_AT_MOST: usize = 1_000;
 
 /// What a reconciling read of the upstream's Ids.
@@ -46,14 +52,20 @@ pub(super) struct UpstreamIds {
     /// The server could not count, or its counts never met what it listed: Ids it skipped
     /// could not be told.
     pub(super) unverified: bool,
-    /// Parts listed again so far (see [`LISTED_AGAIN_AT_MOST`]).
+    /// Parts listed again so far that were halved from a part listing nothing new (see
+    /// [`LISTED_AGAIN_AT_MOST`]).
     listed_again: usize,
 }
 
 impl UpstreamIds {
-    /// Queues `parts` to be listed again, while the listing may list parts again; past that,
-    /// the listing is unverified, and no part is counted any more.
-    fn list_again(&mut self, ranges: &mut Vec<Range>, parts: Vec<Range>) {
+    /// Queues `parts` to be listed again, halved from a part that listed an Id not listed
+    /// before (`fruitful`) or while the listing may list parts again; past that, the listing
+    /// is unverified, and no part is counted any more.
+    fn list_again(&mut self, ranges: &mut Vec<Range>, parts: Vec<Range>, fruitful: bool) {
+        if fruitful {
+            ranges.extend(parts);
+            return;
+        }
         if self.listed_again + parts.len() > LISTED_AGAIN_AT_MOST {
             self.unverified = true;
             return;
@@ -124,14 +136,16 @@ impl FieldReportService {
         let mut read = UpstreamIds::default();
         let mut ranges = vec![Range::ALL];
         while let Some(range) = ranges.pop() {
+            let known = read.versions.len();
             let listed = self.list_ids(info, owner, &range, within, &mut read.versions).await?;
+            let fruitful = read.versions.len() > known;
             let Some(&highest) = listed.last() else {
                 // The end of the range, if the server counts none in it.
                 match self.count_ids(info, &range, within, &mut read).await? {
                     Some(counted) if counted > 0 && range.hi == range.lo + 1 => {
                         read.counted_unlisted.push(range.hi.to_string());
                     }
-                    Some(counted) if counted > 0 => read.list_again(&mut ranges, range.halves(&[])),
+                    Some(counted) if counted > 0 => read.list_again(&mut ranges, range.halves(&[]), false),
                     _ => {}
                 }
                 continue;
@@ -145,7 +159,7 @@ impl FieldReportService {
                 .await?
                 .is_some_and(|counted| counted > listed.len() as u64)
             {
-                read.list_again(&mut ranges, window.halves(&listed));
+                read.list_again(&mut ranges, window.halves(&listed), fruitful);
             }
         }
         Ok(read)
@@ -225,14 +239,16 @@ impl FieldReportService {
     ) -> Result<Option<u64>, FieldReportError> {
         match self.client()?.count(info.set, filter).await {
             Ok(counted) => Ok(Some(counted)),
-            // Busy or away (after the retries of a transient failure): no word on whether it
-            // counts, and a page so answered fails the sync, so the count does too (a
-            // `Retry-After` answers `upstream_busy`). Taken for a server that does not count,
-            // the sync completed unverified, its cursor past the records it skipped.
-            Err(error @ UpstreamError::Refused { status: 502..=504, .. })
+            // A server error, busy or away (after the retries of a transient failure): no word
+            // on whether it counts (a 500 is as often a count that timed out in its database),
+            // and a page so answered fails the sync, so the count does too (a `Retry-After`
+            // answers `upstream_busy`). Taken for a server that does not count, the sync
+            // completed unverified, its cursor past the records it skipped. Only 501 (Not
+            // Implemented) says that it does not count.
+            Err(error @ UpstreamError::Refused { status: 500 | 502..=599, .. })
             | Err(error @ UpstreamError::Refused { retry_after: Some(_), .. }) => Err(error.into()),
-            // Refused otherwise or no number: a server that does not count, which fails no
-            // reconciling.
+            // Refused otherwise (a 4xx, 501) or no number: a server that does not count, which
+            // fails no reconciling.
             Err(UpstreamError::Refused { .. } | UpstreamError::Malformed { .. }) => Ok(None),
             Err(other) => Err(other.into()),
         }

@@ -31,6 +31,7 @@ pub(super) async fn fetch_pages(
     // The form of each stamped field's literals, and whether another was tried for it.
     let mut forms = [(Literal::DESCRIBED, false); 2];
     let taken = |forms: &[(Literal, bool); 2]| -> Forms { [forms[0].0, forms[1].0] };
+    let floor = from.floor();
     loop {
         let (literal, tried) = &mut forms[from.stamped_field() as usize];
         let mut answer = client.page_with_records(info.set, &query(info, &from, *literal)).await;
@@ -87,7 +88,7 @@ pub(super) async fn fetch_pages(
             },
             // The records of the page's last stamp that are still to come may have any Id.
             Ok((page, Some(key))) if !by_id && (!from.precedes(key) || !last_stamp_in_id_order(page, key)) => {
-                Some(From::past_tie(&key.0))
+                Some(From::past_tie(&key.0, floor.as_ref()))
             }
             Ok((_, last)) => last.clone().map(|key| from.next(key)),
             Err(_) => None,

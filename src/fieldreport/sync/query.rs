@@ -73,8 +73,23 @@ impl From {
     /// query after the last key of a page answers the same page again when more records
     /// share its stamp than a page holds. Every record stamped before the step was read: they
     /// come before the page's last record in the server's order.
-    pub(super) fn past_tie(at: &Stamp) -> From {
-        From::Tie { from: at.earlier_by(at.step()), until: at.later_by(at.step()), above: None }
+    /// The step before `at` stops at `floor`, where the sync started (see [`From::floor`]): a
+    /// server that rounds keeps a record it writes as the start's stamp before it, and its
+    /// count of what the sync read leaves that record out (see `verify.rs`); so read, it was
+    /// counted as read, in the place of a record the server skipped.
+    pub(super) fn past_tie(at: &Stamp, floor: Option<&Stamp>) -> From {
+        let from = at.earlier_by(at.step());
+        let from = floor.filter(|floor| **floor > from).cloned().unwrap_or(from);
+        From::Tie { from, until: at.later_by(at.step()), above: None }
+    }
+
+    /// The stamp a sync's stamped records start at, none on the set's first sync: the records
+    /// stamped before it are not the sync's.
+    pub(super) fn floor(&self) -> Option<Stamp> {
+        match self.modified() {
+            From::Since(stamp) => Some(stamp),
+            _ => None,
+        }
     }
 
     /// Whether this query reads records in Id order (the key of its pages is the Id alone).

@@ -161,7 +161,7 @@ fn a_page_of_records_never_modified_goes_on_from_its_last_id() {
 /// step of it by Id, then those stamped later.
 #[test]
 fn a_tie_is_read_by_id_within_a_step_of_its_stamp() {
-    let tie = From::past_tie(&Stamp::parse("2026-01-01T00:01:00"));
+    let tie = From::past_tie(&Stamp::parse("2026-01-01T00:01:00"), None);
     assert_eq!(
         tie.filter(Literal::DESCRIBED),
         "DateModified ge datetime'2026-01-01T00:00:59' and DateModified lt datetime'2026-01-01T00:01:01'"
@@ -170,4 +170,12 @@ fn a_tie_is_read_by_id_within_a_step_of_its_stamp() {
     let next = tie.next((Stamp::parse("2026-01-01T00:01:00"), 9));
     assert!(next.filter(Literal(None)).ends_with(" and Id gt 9L"), "{next:?}");
     assert!(next.precedes(&(Stamp::parse("2025-01-01T00:00:00"), 10)) && !next.precedes(&(Stamp::parse(""), 9)));
+    // Not before where the sync started: the records stamped before it are not its own.
+    let floor = start(Some("2026-01-01T00:06:00"), std::time::Duration::from_secs(300)).floor();
+    assert_eq!(floor, Some(Stamp::parse("2026-01-01T00:01:00")));
+    let tie = From::past_tie(&Stamp::parse("2026-01-01T00:01:00"), floor.as_ref());
+    assert!(tie.filter(Literal(None)).starts_with("DateModified ge 2026-01-01T00:01:00 and "), "{tie:?}");
+    let later = From::past_tie(&Stamp::parse("2026-01-01T00:01:05"), floor.as_ref());
+    assert!(later.filter(Literal(None)).starts_with("DateModified ge 2026-01-01T00:01:04 and "), "{later:?}");
+    assert_eq!(From::Everything.floor(), None);
 }

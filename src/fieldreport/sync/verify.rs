@@ -12,8 +12,9 @@
 //! listed as a reconciling lists them ([`FieldReportService::upstream_ids_within`], halving
 //! until every part lists what it counts) and the ones the sync did not read are fetched by Id.
 //! A server that cannot count, or whose counts never meet what it lists, leaves the sync as it
-//! read, and its report says so. A count the server answers busy or away (502, 503, 504, or
-//! any refusal asking for a wait) fails the sync, as the same answer to a page does.
+//! read, and its report says so. A count the server answers with a server error, busy or away
+//! (a 5xx but 501 Not Implemented, or any refusal asking for a wait) fails the sync, as the
+//! same answer to a page does.
 
 use std::collections::HashSet;
 use std::time::Duration;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::common::Db;
 use serde_json::json;
 
-use super::fake::{Fake, first_sync, mirror, start, sync};
+use super::fake::{Fake, first_sync, mirror, reconcile_to_equal, start, sync};
 
 /// A server that ignores `$orderby=Id` and lists in its rows' written order, ten a page: of the
 /// twenty records never modified (no `DateModified`), read first by `Id gt <last>`, the ten
@@ -110,7 +110,85 @@ async fn a_count_answered_busy_fails_the_sync(db: Db) {
     svc.stop().await;
 }
 
+/// A server that keeps finer stamps than it writes and rounds them (ticks kept, the nearest
+/// second written), and ignores `$orderby` (lists in Id order, ten a page). The next sync
+/// starts at `23:55:00` (the overlap before its cursor): ten records written `23:55:00`, kept
+/// after it, fill its first page, so it reads past that second by Id (`ge 23:54:59 and lt
+/// 23:55:01`) and also reads a record kept at `23:54:59.7` (written `23:55:00`, rounded up),
+/// before where it started. Ten records changed later fill a page, and one changed before them
+/// is listed after them: skipped. The count of the window (`ge 23:55:00`) left out the record
+/// kept before it, which was read: it counted as many as were read, and the skipped record
+/// went unseen.
+async fn a_record_kept_before_the_start_does_not_hide_a_skipped_one(db: Db) {
+    let fake = Fake::seeded(1, "");
+    fake.put(1011, 1, "2025-12-31T23:55:00");
+    fake.finer.lock().unwrap().insert(1011, "2025-12-31T23:54:59.7".into());
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 2).await;
+    for id in 1001..=1010 {
+        fake.put(id, 2, "2025-12-31T23:55:00");
+        fake.finer.lock().unwrap().insert(id, format!("2025-12-31T23:55:00.{:02}", id - 1000));
+    }
+    for n in 1..=10 {
+        fake.put(1011 + n, 1, &format!("2025-12-31T23:56:{n:02}"));
+    }
+    fake.put(1022, 1, "2025-12-31T23:56:00");
+    fake.unordered.store(true, Ordering::Relaxed);
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "the record listed after the later ones skipped: {next}");
+    let report = &next["data"][0];
+    assert_eq!((report["recovered"].clone(), report["unverified"].clone()), (json!(1), json!(false)), "{next}");
+    svc.stop().await;
+}
+
+/// The same server answering its count 500 (an internal error: a count that timed out in its
+/// database, say), then 501 (Not Implemented). A 500 was taken for a server that cannot count:
+/// the sync completed unverified, its cursor past the ten records it skipped. It says nothing
+/// of whether the server counts, so it fails the sync (`upstream_error`) and records no cursor;
+/// 501 says the server does not count, and the sync completes unverified.
+async fn a_count_answered_500_fails_the_sync_and_501_cannot_count(db: Db) {
+    let fake = Fake::seeded(50, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 50).await;
+    fake.change_thirty_listing_ten_last();
+    *fake.count_refused.lock().unwrap() = Some((500, None));
+    let (status, failed) = sync(&svc, &token, "").await;
+    assert_eq!((status, failed["error_code"].clone()), (502, json!("upstream_error")), "{failed}");
+    *fake.count_refused.lock().unwrap() = Some((501, None));
+    let (status, uncounted) = sync(&svc, &token, "").await;
+    assert_eq!((status, uncounted["data"][0]["unverified"].clone()), (200, json!(true)), "{uncounted}");
+    svc.stop().await;
+}
+
+/// A server that ignores `$orderby=Id` and lists in descending Id order, ten a page: each
+/// window of a reconciling's list holds the highest Ids of its range, so the range is listed
+/// again in parts, about two for every five Ids. Past 1,000 parts the list went on uncounted,
+/// never reached the lowest Ids, and the reconciling completed without the five records
+/// imported late under them. Parts that list Ids not listed before are no runaway: the mirror
+/// ends equal to the server.
+async fn a_large_set_listed_backwards_is_reconciled_whole(db: Db) {
+    let fake = Fake::seeded(3_000, "");
+    let (svc, token) = start(db, &fake).await;
+    first_sync(&svc, &token, 3_000).await;
+    // Stamped before the next sync's window, so that only the reconciling lists them.
+    for id in 1001..=4000 {
+        fake.put(id, 1, "2025-06-01T00:00:00");
+    }
+    for id in 1..=5 {
+        fake.put(id, 1, "2025-01-01T00:00:00");
+    }
+    fake.descending.store(true, Ordering::Relaxed);
+    let reconciled = reconcile_to_equal(&svc, &token, &fake).await;
+    assert_eq!((reconciled["fetched_missing"].clone(), reconciled["removed"].clone()), (json!(5), json!(0)));
+    assert_eq!(reconciled["unverified"], false, "{reconciled}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_large_set_listed_backwards_is_reconciled_whole,
+    a_count_answered_500_fails_the_sync_and_501_cannot_count,
+    a_record_kept_before_the_start_does_not_hide_a_skipped_one,
     records_never_modified_skipped_by_the_paging_are_recovered,
     records_kept_after_the_newest_stamp_written_are_counted,
     a_count_that_never_meets_the_listing_ends_unverified,

@@ -40,6 +40,8 @@ pub(super) struct Fake {
     /// `$orderby` ignored: lists in this order (a heap's, the order rows were written in), the
     /// Ids it lacks after them in Id order.
     pub(super) heap_order: Mutex<Option<Vec<i64>>>,
+    /// `$orderby` ignored: lists in descending Id order (a table read backwards by its index).
+    pub(super) descending: std::sync::atomic::AtomicBool,
     /// `<Set>/$count` refused (404), as by a server that cannot count.
     pub(super) uncounted: std::sync::atomic::AtomicBool,
     /// Rows every `<Set>/$count` counts beyond what its `$filter` lists: a count that never
@@ -143,6 +145,9 @@ impl Fake {
         }
         if let Some(order) = self.heap_order.lock().unwrap().as_ref() {
             chosen.sort_by_key(|(kept, _)| order.iter().position(|first| *first == id(kept)).unwrap_or(usize::MAX));
+        }
+        if self.descending.load(std::sync::atomic::Ordering::Relaxed) {
+            chosen.sort_by_key(|(kept, _)| std::cmp::Reverse(id(kept)));
         }
         if counted {
             // Rows withheld after paging are counted: a count reads the table, not the pages.
@@ -306,9 +311,15 @@ pub(super) async fn reconcile_to_equal(svc: &TestService, token: &str, fake: &Fa
 
 /// The mirror's companies, Id → Version.
 pub(super) async fn mirror(svc: &TestService) -> BTreeMap<String, Value> {
-    let records = svc.store().mirror_after("companies", None, 1_000).await.unwrap();
     let version = |document: &serde_json::value::RawValue| {
         serde_json::from_str::<Value>(document.get()).unwrap()["Version"].clone()
     };
-    records.into_iter().map(|(id, document)| (id, version(&document))).collect()
+    let mut mirrored = BTreeMap::new();
+    let mut after: Option<String> = None;
+    loop {
+        let records = svc.store().mirror_after("companies", after.as_deref(), 1_000).await.unwrap();
+        let Some((last, _)) = records.last() else { return mirrored };
+        after = Some(last.clone());
+        mirrored.extend(records.into_iter().map(|(id, document)| (id, version(&document))));
+    }
 }
