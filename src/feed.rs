@@ -99,8 +99,8 @@ pub async fn changes(
 }
 
 /// Where the feed of `entity` stands: an export that starts here and reads every record after
-/// is followed from this position. Not yet durable on Postgres: the export answers it at its
-/// end, after [`Store::make_feed_durable`] (`crate::api::support::feed::export`).
+/// is followed from this position. Not yet durable: the export answers it at its end, after
+/// [`Store::make_feed_durable`] (`crate::api::support::feed::export`).
 pub async fn position(store: &Store, mirror: Mirror, entity: &str) -> Result<Since, FeedError> {
     let position = store.feed_position(mirror, entity).await?;
     Ok(Since { generation: Some(position.generation), seq: position.last_seq })
