@@ -20,14 +20,17 @@ use crate::store::error::StoreError;
 /// The write-ahead log of one SQLite file.
 #[derive(Debug)]
 pub(in crate::store) struct LogSync {
-    /// `<database>-wal`, absolute: the log SQLite writes beside the file.
+    /// `<database>-wal`, with every link resolved: the log SQLite writes beside the file.
     log: PathBuf,
 }
 
 impl LogSync {
-    /// The log of the database file at `database`.
+    /// The log of the database file at `database` (which exists). SQLite writes the log beside
+    /// the file a link names, so the path is resolved as it resolves it.
     pub(in crate::store) fn new(database: &Path) -> LogSync {
-        let database = std::path::absolute(database).unwrap_or_else(|_| database.to_path_buf());
+        let database = std::fs::canonicalize(database)
+            .or_else(|_| std::path::absolute(database))
+            .unwrap_or_else(|_| database.to_path_buf());
         let mut log = database.into_os_string();
         log.push("-wal");
         LogSync { log: PathBuf::from(log) }
@@ -54,3 +57,6 @@ impl LogSync {
         &self.log
     }
 }
+
+#[cfg(test)]
+mod tests;
