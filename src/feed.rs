@@ -25,10 +25,10 @@ pub enum FeedError {
         "the position {since} is after the last of the change feed of {entity} ({last}): this database did not answer it (restored from a backup since?): copy the set again (its export ends with a position to follow) and follow from there"
     )]
     Unknown { entity: String, since: i64, last: i64 },
-    /// The position belongs to another history of the feed: answered by another database, or
-    /// by this one before it was restored from a backup.
+    /// The position was not answered by this feed: by another set's feed, by another
+    /// database, or by this one before it was restored from a backup.
     #[error(
-        "the position of the change feed of {entity} was answered by another history of this mirror (another database, or this one before it was restored from a backup): copy the set again (its export ends with a position to follow) and follow from there"
+        "the position was not answered by the change feed of {entity} as it stands: it is another set's, or of another history of this mirror (another database, or this one before it was restored from a backup): copy the set again (its export ends with a position to follow) and follow from there"
     )]
     OtherHistory { entity: String },
     #[error("invalid request")]
@@ -75,9 +75,10 @@ pub async fn changes(
     let changes = store.feed_changes(mirror, entity, since, limit).await?;
     // Read after the changes: a removal pruned meanwhile may be missing from them.
     let position = store.feed_position(mirror, entity).await?;
+    let generation = set_generation(position.generation, mirror, entity);
     let same_history = match asked.map(|since| since.generation) {
         None => true,
-        Some(Some(generation)) => generation == position.generation,
+        Some(Some(asked)) => asked == generation,
         Some(None) => position.legacy_positions,
     };
     if !same_history {
@@ -95,13 +96,55 @@ pub async fn changes(
         // never answered. A page without a change answers the position asked, answered before.
         store.make_feed_durable().await?;
     }
-    Ok(ChangePage { changes, next: Since { generation: Some(position.generation), seq: next } })
+    Ok(ChangePage { changes, next: Since { generation: Some(generation), seq: next } })
 }
 
 /// Where the feed of `entity` stands: an export that starts here and reads every record after
-/// is followed from this position. Not yet durable on Postgres: the export answers it at its
-/// end, after [`Store::make_feed_durable`] (`crate::api::support::feed::export`).
+/// is followed from this position. Not yet durable: the export answers it at its end, after
+/// [`Store::make_feed_durable`] (`crate::api::support::feed::export`).
 pub async fn position(store: &Store, mirror: Mirror, entity: &str) -> Result<Since, FeedError> {
     let position = store.feed_position(mirror, entity).await?;
-    Ok(Since { generation: Some(position.generation), seq: position.last_seq })
+    Ok(Since { generation: Some(set_generation(position.generation, mirror, entity)), seq: position.last_seq })
+}
+
+/// How many generations there are (migration 0038 takes them in 100000..=999999).
+const GENERATIONS: i64 = 900_000;
+
+/// The generation a position of the feed of `entity` names: the history's `generation`,
+/// moved by a number of the set, within the same range. Every set numbers its changes from 1,
+/// so a position answered by one set's feed would read another's from a number that counts
+/// other changes; named so, it is of another generation there, and refused.
+pub fn set_generation(generation: i64, mirror: Mirror, entity: &str) -> i64 {
+    // FNV-1a: fixed across releases and platforms, as a position must be.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in mirror.name().bytes().chain([b'/']).chain(entity.bytes()) {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let offset = (hash % GENERATIONS as u64) as i64;
+    100_000 + (generation - 100_000 + offset).rem_euclid(GENERATIONS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Mirror, set_generation};
+
+    /// Every set's positions name a generation of their own, in the range positions have
+    /// room for: no set's position is followed by another set's feed.
+    #[test]
+    fn each_set_names_a_generation_of_its_own() {
+        let sets = generated::fieldreport::ENTITIES
+            .iter()
+            .map(|info| (Mirror::FieldReport, info.route))
+            .chain(generated::erp::MODELS.iter().map(|info| (Mirror::Erp, info.name)));
+        for generation in [100_000, 543_210, 999_999] {
+            let mut named = std::collections::HashMap::new();
+            for (mirror, entity) in sets.clone() {
+                let of_set = set_generation(generation, mirror, entity);
+                assert!((100_000..=999_999).contains(&of_set), "{entity}: {of_set}");
+                if let Some(other) = named.insert(of_set, entity) {
+                    panic!("{other} and {entity} name the same generation {of_set}");
+                }
+            }
+        }
+    }
 }

@@ -86,7 +86,7 @@ impl Checkpoints {
 
     /// Keeps the thread from checkpointing while the guard lives.
     #[cfg(test)]
-    fn hold(&self) -> std::sync::MutexGuard<'_, ()> {
+    pub(in crate::store) fn hold(&self) -> std::sync::MutexGuard<'_, ()> {
         self.turn.lock().expect("checkpoint turn")
     }
 }

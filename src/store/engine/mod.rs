@@ -9,6 +9,7 @@ pub(in crate::store) mod change_notifications;
 pub(in crate::store) mod checkpoints;
 pub(in crate::store) mod failures;
 pub(in crate::store) mod inbox_intake;
+pub(in crate::store) mod log_sync;
 mod pool;
 mod postgres;
 pub(in crate::store) mod record_cache;

@@ -7,6 +7,7 @@ use sqlx::AnyPool;
 
 use super::checkpoints::Checkpoints;
 use super::inbox_intake::InboxIntake;
+use super::log_sync::LogSync;
 use super::pool;
 use super::record_cache::RecordCache;
 use super::request_connections::RequestConnections;
@@ -48,6 +49,9 @@ pub(in crate::store) struct SqliteFile {
     /// stops with the last clone of the store.
     #[cfg_attr(not(test), expect(dead_code, reason = "held for its Drop"))]
     pub(in crate::store) checkpoints: Checkpoints,
+    /// Syncs the write-ahead log for an answer that must not outlive a crash of the machine
+    /// (see [`super::log_sync`]).
+    pub(in crate::store) log_sync: LogSync,
 }
 
 impl SqliteEngine {
@@ -69,9 +73,18 @@ impl SqliteEngine {
         let changes = SqliteChanges::open(&path)?;
         let record_cache = RecordCache::default();
         record_cache.set_listening(true);
+        let log_sync = LogSync::new(&path);
         let reads = Arc::new(SqliteReads::open(path)?);
-        let file =
-            SqliteFile { request_connections, reads, record_cache, changes, inbox_intake, sync_writes, checkpoints };
+        let file = SqliteFile {
+            request_connections,
+            reads,
+            record_cache,
+            changes,
+            inbox_intake,
+            sync_writes,
+            checkpoints,
+            log_sync,
+        };
         Ok((pool, SqliteEngine { write_turns, file: Some(file) }))
     }
 

@@ -348,3 +348,74 @@ async fn a_feed_page_is_answered_once_what_it_read_is_on_disk() {
     })
     .await;
 }
+
+/// Pages of the file at `path` in memory and not on disk yet (dirty, or being written), as
+/// Linux's `cachestat` (6.5 and later) counts them; `None` where the kernel has no such call.
+#[cfg(target_os = "linux")]
+fn unwritten_pages(path: &std::path::Path) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    #[repr(C)]
+    struct Range {
+        offset: u64,
+        /// Zero: to the end of the file.
+        length: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        cached: u64,
+        dirty: u64,
+        writeback: u64,
+        evicted: u64,
+        recently_evicted: u64,
+    }
+    const CACHESTAT: libc::c_long = 451;
+    let file = std::fs::File::open(path).ok()?;
+    let range = Range { offset: 0, length: 0 };
+    let mut stat = Stat::default();
+    // SAFETY: the call reads `range` and writes `stat`, both live and laid out as the kernel's.
+    let done = unsafe { libc::syscall(CACHESTAT, file.as_raw_fd(), &range, &mut stat, 0u32) };
+    (done == 0).then_some(stat.dirty + stat.writeback)
+}
+
+/// SQLite: a page of the feed is answered once the write-ahead log is on disk through the
+/// commits it read. The store commits with `synchronous = NORMAL`, which leaves a commit's
+/// pages to the kernel; a crash of the machine would lose them, and the feed would hand their
+/// numbers out again. The checkpoint thread (which syncs the log before it copies it) is held
+/// meanwhile. Rounds until three found the log's pages not yet on disk before the read.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+// The guard is held across the reads on purpose; the thread that waits for it is not a task
+// of this runtime.
+#[allow(clippy::await_holding_lock)]
+async fn a_sqlite_feed_page_is_answered_once_the_log_is_on_disk() {
+    let test = crate::store::testing::stores_on_both_databases().await.into_iter().next().unwrap();
+    let store = &test.store;
+    let file = store.engine.sqlite_file().expect("a SQLite file");
+    let log = file.log_sync.path().to_path_buf();
+    if unwritten_pages(&log).is_none() {
+        eprintln!("skipped: the kernel has no cachestat (Linux 6.5 and later)");
+        return test.finish().await;
+    }
+    let held = file.checkpoints.hold();
+    let mut unwritten_rounds = 0;
+    for round in 0..20 {
+        let id = format!("r{round}");
+        store.mirror_insert("tags", &record(&id, 1, "n"), None).await.unwrap();
+        let before = unwritten_pages(&log).unwrap();
+        let page = crate::feed::changes(store, Mirror::FieldReport, "tags", None, None).await.unwrap();
+        assert_eq!(page.changes.last().map(|change| change.id.as_str()), Some(id.as_str()));
+        let after = unwritten_pages(&log).unwrap();
+        assert_eq!(
+            after, 0,
+            "round {round}: the page answered a write not yet on disk ({before} pages before, {after} after)"
+        );
+        unwritten_rounds += i32::from(before > 0);
+        if unwritten_rounds >= 3 {
+            break;
+        }
+    }
+    drop(held);
+    assert!(unwritten_rounds > 0, "no round found the log's pages not yet on disk before the read: nothing was shown");
+    test.finish().await;
+}

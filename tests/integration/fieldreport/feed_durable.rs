@@ -2,8 +2,9 @@
 //! mirror's writes of a sync and of an answered forwarded write commit before the write-ahead
 //! log is flushed, and a crash of the server would hand the numbers of those it lost out again
 //! for other changes, which a consumer past them would skip. A feed page and an export end
-//! once the log is on disk through what they read. SQLite (docs/reliability.md): the answers
-//! alone.
+//! once the log is on disk through what they read. SQLite: the answers alone here; that the
+//! log is synced first is shown by `store::feed::tests`
+//! (`a_sqlite_feed_page_is_answered_once_the_log_is_on_disk`).
 
 use serde_json::json;
 

@@ -6,6 +6,7 @@ mod feed;
 mod feed_durable;
 mod feed_live;
 mod feed_locks;
+mod feed_positions;
 mod feed_restore;
 mod histories;
 mod other_upstreams;
