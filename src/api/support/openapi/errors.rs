@@ -155,9 +155,17 @@ pub(super) fn complete_request_flow_operation(op: &mut Value) {
 /// (`service_unavailable`, `upstream_busy`; the front sends it for every `retry_after_seconds`
 /// in an error body), absent otherwise.
 fn retry_after() -> Value {
+    retry_after_header(
+        "Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`.",
+    )
+}
+
+/// The `Retry-After` header, described for the answer that carries it: whole seconds, as the
+/// front writes every `retry_after_seconds` (a `u64`, which the body's field bounds alike).
+pub(super) fn retry_after_header(description: &str) -> Value {
     json!({"Retry-After": {
-        "description": "Seconds to wait before sending the request again; sent with `service_unavailable` and `upstream_busy`.",
-        "schema": {"type": "integer", "minimum": 0}
+        "description": description,
+        "schema": {"type": "integer", "format": "int64", "minimum": 0, "maximum": i64::MAX}
     }})
 }
 

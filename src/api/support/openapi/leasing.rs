@@ -1,6 +1,7 @@
 //! The leasing operations' answers of their own: 404 for a financing request or flow of
 //! another user, 429 for too many financing requests created or new `Idempotency-Key`s.
 
+use super::errors::retry_after_header;
 use serde_json::{Value, json};
 
 /// The example of an error answer under `/api/v1/leasing`.
@@ -36,7 +37,7 @@ pub fn complete(op: &mut Value, op_id: &str, path: &str) {
         };
         op["responses"]["429"] = json!({
             "description": format!("The caller's user created `LEASING_CREATES_PER_MINUTE_PER_USER` financing requests within the last minute (`too_many_financing_requests`; nothing was sent to the provider), or the caller sent `IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER` new `Idempotency-Key`s within the last minute (`too_many_idempotency_keys`; a repeat of a stored key is not counted; or send the request without a key){held}; retry after `Retry-After` seconds."),
-            "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
+            "headers": retry_after_header("Seconds to wait."),
             "content": example(
                 "too_many_idempotency_keys",
                 "you sent 120 new Idempotency-Keys within a minute, the most a user may; retry in 12 s"

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use self::errors::{
     add_client_errors, add_server_errors, complete_request_flow_operation, declare_client_errors,
-    declare_front_refusals, server_error_name, upstream_errors,
+    declare_front_refusals, retry_after_header, server_error_name, upstream_errors,
 };
 use self::per_operation::{
     complete_export_operation, complete_fieldreport_operation, complete_jobs_operation, complete_metrics_operation,
@@ -106,7 +106,7 @@ fn complete(doc: &mut Value) {
     });
     responses["TooManyRequests"] = json!({
         "description": "Over a limit, named by `error_code`: failed logins for this email or from this address (`too_many_attempts`), or `MAX_HELD_CALLS_PER_USER` waits and flows of the caller's user running here (`too_many_held_calls`). Retry after the number of seconds in `Retry-After`.",
-        "headers": {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}},
+        "headers": retry_after_header("Seconds to wait before retrying."),
         "content": error_content.clone()
     });
 

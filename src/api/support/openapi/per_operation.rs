@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::errors::upstream_errors;
+use super::errors::{retry_after_header, upstream_errors};
 
 /// The answers of the jobs routes besides success: an unknown job, an active or ended one, a
 /// bad filter.
@@ -22,7 +22,7 @@ pub(super) fn complete_jobs_operation(op: &mut Value, op_id: &str) {
     if op_id == "jobs_create" {
         op["responses"]["429"] = json!({
             "description": "The caller has `JOBS_ACTIVE_PER_USER` jobs queued or running (`too_many_active_jobs`), or queued `JOBS_PER_MINUTE_PER_USER` within the last minute (`too_many_jobs`); retry after `Retry-After` seconds.",
-            "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
+            "headers": retry_after_header("Seconds to wait."),
             "content": example("too_many_jobs", "you queued 60 jobs within a minute, the most a user may; retry in 12 s")
         });
         op["responses"]["409"] = json!({
@@ -69,7 +69,7 @@ pub(super) fn complete_subscription_operation(op: &mut Value, op_id: &str) {
     if op_id == "leasing_subscription_delivery_retry" {
         op["responses"]["429"] = json!({
             "description": "The caller asked for `LEASING_DELIVERY_RETRIES_PER_MINUTE_PER_USER` deliveries to be sent again within the last minute (`too_many_delivery_retries`); nothing was queued. Retry after `Retry-After` seconds.",
-            "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
+            "headers": retry_after_header("Seconds to wait."),
             "content": example("too_many_delivery_retries", "You asked for 60 deliveries to be sent again within a minute, the most a user may; retry in 12 s.", None)
         });
     }
@@ -160,7 +160,7 @@ pub(super) fn complete_export_operation(op: &mut Value) {
     }
     op["responses"]["429"] = json!({
         "description": "The caller's user has `MAX_EXPORTS_PER_USER` exports streaming here already (`too_many_exports`): each holds pages of its set until its client reads them. Read one to its end or close it, then retry after `Retry-After` seconds.",
-        "headers": {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
+        "headers": retry_after_header("Seconds to wait."),
         "content": {"application/json": {
             "schema": {"$ref": "#/components/schemas/ApiError"},
             "example": {"message": "This user already has 4 exports streaming here; read one to its end or close it.", "error_code": "too_many_exports", "request_id": "0d5c1e3e-8b7f-4f4e-9c57-2f1f0c9e1a11"}

@@ -59,7 +59,24 @@ impl Received {
     fn event(&self) -> Value {
         serde_json::from_str(&self.body).expect("the body is JSON")
     }
+
+    /// The call as `leasing_subscription_create`'s callback declares it: its media type, its
+    /// required headers, and its body against the callback's schema.
+    fn fits_the_callback(&self) -> Result<(), String> {
+        let media = self.content_type.split(';').next().unwrap_or_default().trim();
+        if media != "application/json" {
+            return Err(format!("content type {:?}", self.content_type));
+        }
+        let unix_seconds = self.timestamp.parse::<u64>().is_ok();
+        if !self.id.starts_with("msg_") || !unix_seconds || !self.signature.starts_with("v1,") {
+            return Err("a webhook-id, webhook-timestamp or webhook-signature header missing or malformed".into());
+        }
+        crate::common::contract::fits(CALLBACK_BODY, &self.event())
+    }
 }
+
+/// Where the document has the schema of the body a subscription receives.
+const CALLBACK_BODY: &str = "/paths/~1api~1v1~1leasing~1subscriptions/post/callbacks/leasingStateChanged/{$request.body#~1url}/post/requestBody/content/application~1json/schema";
 
 /// A subscriber's endpoint on loopback: records every call and answers with `answer` (a
 /// status; 0 holds the call unanswered until another status is set).
@@ -111,8 +128,15 @@ impl Receiver {
         self.answer.store(status, Ordering::SeqCst);
     }
 
+    /// Every call so far, each held to the document's callback (a receiver is generated from it).
     fn calls(&self) -> Vec<Received> {
-        self.received.lock().unwrap().clone()
+        let calls = self.received.lock().unwrap().clone();
+        for call in &calls {
+            if let Err(mismatch) = call.fits_the_callback() {
+                panic!("a delivery does not fit the document's callback: {mismatch}\n{call:?}");
+            }
+        }
+        calls
     }
 
     /// The events answered with a 2xx, in the order they arrived.
