@@ -222,6 +222,7 @@ async fn every_error_answer_reaches_a_strict_python_client_typed() {
             ("CALLBACK_ALLOW_PRIVATE", "true"),
             ("JOBS_PER_MINUTE_PER_USER", "2"),
             ("IDEMPOTENCY_KEYS_PER_MINUTE_PER_USER", "2"),
+            ("LEASING_CREATES_PER_MINUTE_PER_USER", "20"),
             ("TRUSTED_PROXIES", "127.0.0.1/32"),
             ("ERP_WEBHOOK_ALLOWLIST", "127.0.0.1/32"),
             ("ERP_WEBHOOK_SECRET", secret),

@@ -178,6 +178,14 @@ def main(base, email, password, more):
     assert keyed("Keyed GmbH", "errors-2")().status_code == 201
     check(429, "too_many_idempotency_keys", "leasing_create", keyed("Keyed GmbH", "errors-3"))
 
+    # Financing requests past the rate (LEASING_CREATES_PER_MINUTE_PER_USER=20), by another
+    # user, whose allowance the creates above did not touch.
+    for n in range(20):
+        made = leasing_create.sync_detailed(client=other, body=leasing_request(f"Rated GmbH {n}"))
+        assert made.status_code == 201, made.content
+    check(429, "too_many_financing_requests", "leasing_create",
+          lambda: leasing_create.sync_detailed(client=other, body=leasing_request("Rated GmbH")))
+
     # Jobs: someone else's, an ended one, too many (JOBS_PER_MINUTE_PER_USER=2).
     job = jobs_create.sync_detailed(client=client, body=NewJob(kind=NewJobKind.FIELDREPORT_SYNC, target="tags"))
     assert job.status_code == 202, job.content
