@@ -50,6 +50,8 @@ pub(super) struct Fake {
     /// `<Set>/$count` answered with this status and `Retry-After` (seconds), if any: a busy
     /// server.
     pub(super) count_refused: Mutex<Option<(u16, Option<u64>)>>,
+    /// Next links relative to the service root (`Companies?…`), as OData v3 may write them.
+    pub(super) relative_links: std::sync::atomic::AtomicBool,
 }
 
 /// The next link of an empty page, at a server with a paging bug: two links that lead to each
@@ -137,7 +139,11 @@ impl Fake {
             (kept, record)
         });
         let mut chosen: Vec<_> = kept.filter(|(kept, _)| filter.as_ref().is_none_or(|f| f.matches(kept))).collect();
-        let id = |record: &Map<String, Value>| record["Id"].as_str().unwrap().parse::<i64>().unwrap();
+        // An Id as a string (Int64 in v3 JSON) or as a number.
+        let id = |record: &Map<String, Value>| match &record["Id"] {
+            Value::Number(n) => n.as_i64().unwrap(),
+            other => other.as_str().unwrap().parse::<i64>().unwrap(),
+        };
         // A record without a stamp sorts first, as null does in SQL Server's ascending order.
         let ordered = !self.unordered.load(std::sync::atomic::Ordering::Relaxed);
         if ordered && pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
@@ -191,7 +197,9 @@ impl Fake {
                 next.insert("$top".into(), (top - PAGE_SIZE).to_string());
             }
             let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(next).finish();
-            body["odata.nextLink"] = json!(format!("https://fake/odata/Companies?{query}"));
+            let root =
+                if self.relative_links.load(std::sync::atomic::Ordering::Relaxed) { "" } else { "https://fake/odata/" };
+            body["odata.nextLink"] = json!(format!("{root}Companies?{query}"));
         }
         drop(rest);
         drop(records);
