@@ -80,6 +80,28 @@ async fn stamps_of_every_form_are_compared_as_instants(db: Db) {
     svc.stop().await;
 }
 
+/// A server west of UTC keeping its stamps as local times (an `Edm.DateTime` of .NET's local
+/// kind, served `…-05:00`) reads a literal with `Z` by its digits. The sync asked for the
+/// overlap before its cursor as `datetime'…Z'`, five hours after the cursor in the server's
+/// time: a change after the cursor and a late commit within the overlap were never read, and
+/// the sync reported nothing changed. Written with the offset the server wrote, both come.
+async fn stamps_keep_the_offset_the_server_wrote(db: Db) {
+    let fake = Arc::new(Fake::default());
+    *fake.local_offset.lock().unwrap() = Some("-05:00");
+    for n in 0..30 {
+        fake.put(1001 + n, 1, &stamp(n, 1));
+    }
+    let (svc, token) = start(db, &fake).await;
+    let first = first_sync(&svc, &token, 30).await;
+    assert_eq!(mirror(&svc).await, fake.visible(), "{first}");
+    fake.put(1005, 2, &stamp(40, 1));
+    fake.put(1015, 2, &stamp(19, 1));
+    let (status, next) = sync(&svc, &token, "").await;
+    assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(2)), "{next}");
+    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    svc.stop().await;
+}
+
 /// OData v3 next links relative to the service root (`Companies?$skip=…`), on empty pages of
 /// rows withheld after paging in the middle of the set: the sync and the reconciling follow
 /// them to the records after.
@@ -100,4 +122,5 @@ on_both_databases!(
     ids_of_every_digit_count_are_paged_as_numbers,
     stamps_of_every_form_are_compared_as_instants,
     next_links_relative_to_the_service_root_are_followed,
+    stamps_keep_the_offset_the_server_wrote,
 );

@@ -52,6 +52,11 @@ pub(super) struct Fake {
     pub(super) count_refused: Mutex<Option<(u16, Option<u64>)>>,
     /// Next links relative to the service root (`Companies?…`), as OData v3 may write them.
     pub(super) relative_links: std::sync::atomic::AtomicBool,
+    /// The server's own offset (`-05:00`), as an `Edm.DateTime` of .NET's local kind has it:
+    /// its stamps are kept as local times and served with this offset, and a literal is read
+    /// as .NET reads one (`RoundtripKind`): one with an offset converted to local time, one
+    /// with `Z` or no zone compared by its digits.
+    pub(super) local_offset: Mutex<Option<&'static str>>,
 }
 
 /// The next link of an empty page, at a server with a paging bug: two links that lead to each
@@ -120,7 +125,9 @@ impl Fake {
         }
         let pairs: BTreeMap<String, String> =
             url::form_urlencoded::parse(req.query.as_deref().unwrap_or_default().as_bytes()).into_owned().collect();
-        let filter = match pairs.get("$filter") {
+        let local = *self.local_offset.lock().unwrap();
+        let filter = pairs.get("$filter").map(|text| local.map_or(text.clone(), |offset| as_local(text, offset)));
+        let filter = match filter.as_ref() {
             None => None,
             Some(text) if !stamps_fit_a_datetime(text) || !stamps_are_iso(text) => {
                 return refused(400, "Unrecognized 'Edm.DateTime' literal");
@@ -215,6 +222,19 @@ impl Fake {
         }
         json(http::StatusCode::OK, &body)
     }
+}
+
+/// `filter` with each stamp literal that has `Z` or no zone given `offset` instead: the digits
+/// of such a literal are compared with the server's local times as they are.
+fn as_local(filter: &str, offset: &str) -> String {
+    let parts = filter.split('\'').enumerate().map(|(n, part)| {
+        let naive = chrono::NaiveDateTime::parse_from_str(part.trim_end_matches('Z'), "%Y-%m-%dT%H:%M:%S%.f");
+        match (n % 2, naive) {
+            (1, Ok(_)) => format!("{}{offset}", part.trim_end_matches('Z')),
+            _ => part.to_string(),
+        }
+    });
+    parts.collect::<Vec<_>>().join("'")
 }
 
 /// A record's stamps as OData v2 writes them: `/Date(<ms since the epoch>)/`.
