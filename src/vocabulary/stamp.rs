@@ -8,19 +8,30 @@
 //! the epoch, or `/Date(<ms>+hhmm)/` for a `DateTimeOffset`: it is read as the instant it
 //! names, and written (in a `$filter`, a cursor) as an ISO 8601 timestamp of milliseconds,
 //! the only form a `datetime'…'` literal takes; without a zone when the upstream wrote none.
+//! A stamp derived from another (a window before a cursor, a step after a stamp) is written in
+//! the zone the upstream wrote: a .NET server whose `Edm.DateTime` stamps are of its local
+//! kind writes them with its own offset and compares a literal written with `Z` by its digits,
+//! as its local time, so that `…Z` names another instant there than the same instant written
+//! with the server's offset.
 //! A text that is no timestamp sorts after every timestamp, by its text.
 
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+use chrono::{DateTime, FixedOffset, NaiveDateTime, SecondsFormat, Utc};
 
 #[derive(Debug, Clone)]
 pub struct Stamp {
     text: String,
     instant: Option<DateTime<Utc>>,
-    /// Written with a zone (`Z`, `+01:00`): the stamps derived from it are too.
-    zoned: bool,
+    /// The zone it was written with, its offset and its text (`Z`, `+01:00`): the stamps
+    /// derived from it are written in it too. None for a stamp written without one.
+    zone: Option<(FixedOffset, String)>,
+}
+
+/// The zone `Z`.
+fn utc() -> Option<(FixedOffset, String)> {
+    Some((FixedOffset::east_opt(0).expect("a zero offset"), "Z".to_string()))
 }
 
 impl Stamp {
@@ -29,15 +40,22 @@ impl Stamp {
         if let Some(stamp) = Stamp::of_epoch_json(text) {
             return stamp;
         }
-        let (instant, zoned) = match DateTime::parse_from_rfc3339(text) {
-            Ok(zoned) => (Some(zoned.with_timezone(&Utc)), true),
+        let (instant, zone) = match DateTime::parse_from_rfc3339(text) {
+            Ok(zoned) => {
+                // RFC 3339 writes an offset `±hh:mm`, or `Z`.
+                let written = match text.ends_with(['Z', 'z']) {
+                    true => "Z",
+                    false => text.get(text.len().saturating_sub(6)..).unwrap_or("Z"),
+                };
+                (Some(zoned.with_timezone(&Utc)), Some((*zoned.offset(), written.to_string())))
+            }
             Err(_) => {
                 let naive = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
                     .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f"));
-                (naive.ok().map(|naive| naive.and_utc()), false)
+                (naive.ok().map(|naive| naive.and_utc()), None)
             }
         };
-        Stamp { text: text.to_string(), instant, zoned }
+        Stamp { text: text.to_string(), instant, zone }
     }
 
     /// A stamp of OData v2's JSON, `/Date(<ms>)/` or `/Date(<ms>±hhmm)/` (the milliseconds are
@@ -55,12 +73,12 @@ impl Stamp {
         let instant = DateTime::<Utc>::from_timestamp_millis(millis.parse().ok()?)?;
         let written = instant.naive_utc().format("%Y-%m-%dT%H:%M:%S%.3f");
         let text = if zoned { format!("{written}Z") } else { written.to_string() };
-        Some(Stamp { text, instant: Some(instant), zoned })
+        Some(Stamp { text, instant: Some(instant), zone: if zoned { utc() } else { None } })
     }
 
     /// A stamp of an instant, written with a zone and as many fractional digits as it needs.
     pub fn at(instant: DateTime<Utc>) -> Stamp {
-        Stamp { text: instant.to_rfc3339_opts(SecondsFormat::AutoSi, true), instant: Some(instant), zoned: true }
+        Stamp { text: instant.to_rfc3339_opts(SecondsFormat::AutoSi, true), instant: Some(instant), zone: utc() }
     }
 
     /// The text as the upstream wrote it: what a `$filter` compares against.
@@ -81,7 +99,7 @@ impl Stamp {
         self.instant
     }
 
-    /// The stamp `by` earlier, written the way this one is (with a zone or without, and with
+    /// The stamp `by` earlier, written the way this one is (in its zone or without one, and with
     /// as many fractional digits: an upstream parses the stamps it writes, and a .NET one
     /// refuses a fraction of more than seven, the digits of its ticks); a text that is no
     /// timestamp stays as it is.
@@ -118,10 +136,14 @@ impl Stamp {
         // Every digit the instant needs, should `by` have a finer fraction than the stamp.
         let nanos = format!("{:09}", shifted.timestamp_subsec_nanos() % 1_000_000_000);
         let fraction = &nanos[..digits.clamp(nanos.trim_end_matches('0').len(), 9)];
-        let seconds = shifted.naive_utc().format("%Y-%m-%dT%H:%M:%S");
+        let local = match &self.zone {
+            Some((offset, _)) => shifted.with_timezone(offset).naive_local(),
+            None => shifted.naive_utc(),
+        };
+        let seconds = local.format("%Y-%m-%dT%H:%M:%S");
         let dot = if fraction.is_empty() { "" } else { "." };
-        let zone = if self.zoned { "Z" } else { "" };
-        Stamp { text: format!("{seconds}{dot}{fraction}{zone}"), instant: Some(shifted), zoned: self.zoned }
+        let zone = self.zone.as_ref().map_or("", |(_, written)| written.as_str());
+        Stamp { text: format!("{seconds}{dot}{fraction}{zone}"), instant: Some(shifted), zone: self.zone.clone() }
     }
 
     /// This stamp, or `instant` (to the second, written as this stamp is) when this one is
@@ -130,7 +152,9 @@ impl Stamp {
     pub fn no_later_than(&self, instant: DateTime<Utc>) -> Stamp {
         let whole = instant - chrono::Duration::nanoseconds(i64::from(instant.timestamp_subsec_nanos()));
         match self.instant {
-            Some(own) if self.zoned && own > whole => self.earlier_by((own - whole).to_std().unwrap_or_default()),
+            Some(own) if self.zone.is_some() && own > whole => {
+                self.earlier_by((own - whole).to_std().unwrap_or_default())
+            }
             _ => self.clone(),
         }
     }
@@ -199,7 +223,9 @@ mod tests {
         assert_eq!(Stamp::parse("2026-01-01T00:05:00.25Z").earlier_by(by).text(), "2026-01-01T00:00:00.25Z");
         assert_eq!(Stamp::parse("2026-01-01T00:05:00").earlier_by(by).text(), "2026-01-01T00:00:00");
         assert_eq!(Stamp::parse("2026-01-01T00:05:00.1234567").earlier_by(by).text(), "2026-01-01T00:00:00.1234567");
-        assert_eq!(Stamp::parse("2026-01-01T01:05:00.5+01:00").earlier_by(by).text(), "2026-01-01T00:00:00.5Z");
+        assert_eq!(Stamp::parse("2026-01-01T01:05:00.5+01:00").earlier_by(by).text(), "2026-01-01T01:00:00.5+01:00");
+        assert_eq!(Stamp::parse("2026-01-01T00:02:00-05:00").earlier_by(by).text(), "2025-12-31T23:57:00-05:00");
+        assert_eq!(Stamp::parse("2026-01-01T00:02:00+00:00").earlier_by(by).text(), "2025-12-31T23:57:00+00:00");
         let finer = Duration::from_millis(300_250);
         assert_eq!(Stamp::parse("2026-01-01T00:05:00Z").earlier_by(finer).text(), "2025-12-31T23:59:59.75Z");
         assert_eq!(Stamp::parse("x").earlier_by(by).text(), "x");
@@ -223,7 +249,7 @@ mod tests {
             Stamp::parse("2026-01-01T01:00:00.1234567Z").no_later_than(at).text(),
             "2026-01-01T00:00:00.0000000Z"
         );
-        assert_eq!(Stamp::parse("2026-01-01T02:30:00+02:00").no_later_than(at).text(), "2026-01-01T00:00:00Z");
+        assert_eq!(Stamp::parse("2026-01-01T02:30:00+02:00").no_later_than(at).text(), "2026-01-01T02:00:00+02:00");
         assert_eq!(Stamp::parse("2025-12-31T23:59:59Z").no_later_than(at).text(), "2025-12-31T23:59:59Z");
         assert_eq!(Stamp::parse("2026-01-01T01:00:00").no_later_than(at).text(), "2026-01-01T01:00:00", "no zone");
     }

@@ -50,6 +50,13 @@ pub(super) struct Fake {
     /// `<Set>/$count` answered with this status and `Retry-After` (seconds), if any: a busy
     /// server.
     pub(super) count_refused: Mutex<Option<(u16, Option<u64>)>>,
+    /// Next links relative to the service root (`Companies?…`), as OData v3 may write them.
+    pub(super) relative_links: std::sync::atomic::AtomicBool,
+    /// The server's own offset (`-05:00`), as an `Edm.DateTime` of .NET's local kind has it:
+    /// its stamps are kept as local times and served with this offset, and a literal is read
+    /// as .NET reads one (`RoundtripKind`): one with an offset converted to local time, one
+    /// with `Z` or no zone compared by its digits.
+    pub(super) local_offset: Mutex<Option<&'static str>>,
 }
 
 /// The next link of an empty page, at a server with a paging bug: two links that lead to each
@@ -118,7 +125,9 @@ impl Fake {
         }
         let pairs: BTreeMap<String, String> =
             url::form_urlencoded::parse(req.query.as_deref().unwrap_or_default().as_bytes()).into_owned().collect();
-        let filter = match pairs.get("$filter") {
+        let local = *self.local_offset.lock().unwrap();
+        let filter = pairs.get("$filter").map(|text| local.map_or(text.clone(), |offset| as_local(text, offset)));
+        let filter = match filter.as_ref() {
             None => None,
             Some(text) if !stamps_fit_a_datetime(text) || !stamps_are_iso(text) => {
                 return refused(400, "Unrecognized 'Edm.DateTime' literal");
@@ -137,7 +146,11 @@ impl Fake {
             (kept, record)
         });
         let mut chosen: Vec<_> = kept.filter(|(kept, _)| filter.as_ref().is_none_or(|f| f.matches(kept))).collect();
-        let id = |record: &Map<String, Value>| record["Id"].as_str().unwrap().parse::<i64>().unwrap();
+        // An Id as a string (Int64 in v3 JSON) or as a number.
+        let id = |record: &Map<String, Value>| match &record["Id"] {
+            Value::Number(n) => n.as_i64().unwrap(),
+            other => other.as_str().unwrap().parse::<i64>().unwrap(),
+        };
         // A record without a stamp sorts first, as null does in SQL Server's ascending order.
         let ordered = !self.unordered.load(std::sync::atomic::Ordering::Relaxed);
         if ordered && pairs.get("$orderby").is_some_and(|order| order == "DateModified,Id") {
@@ -191,7 +204,9 @@ impl Fake {
                 next.insert("$top".into(), (top - PAGE_SIZE).to_string());
             }
             let query = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(next).finish();
-            body["odata.nextLink"] = json!(format!("https://fake/odata/Companies?{query}"));
+            let root =
+                if self.relative_links.load(std::sync::atomic::Ordering::Relaxed) { "" } else { "https://fake/odata/" };
+            body["odata.nextLink"] = json!(format!("{root}Companies?{query}"));
         }
         drop(rest);
         drop(records);
@@ -207,6 +222,19 @@ impl Fake {
         }
         json(http::StatusCode::OK, &body)
     }
+}
+
+/// `filter` with each stamp literal that has `Z` or no zone given `offset` instead: the digits
+/// of such a literal are compared with the server's local times as they are.
+fn as_local(filter: &str, offset: &str) -> String {
+    let parts = filter.split('\'').enumerate().map(|(n, part)| {
+        let naive = chrono::NaiveDateTime::parse_from_str(part.trim_end_matches('Z'), "%Y-%m-%dT%H:%M:%S%.f");
+        match (n % 2, naive) {
+            (1, Ok(_)) => format!("{}{offset}", part.trim_end_matches('Z')),
+            _ => part.to_string(),
+        }
+    });
+    parts.collect::<Vec<_>>().join("'")
 }
 
 /// A record's stamps as OData v2 writes them: `/Date(<ms since the epoch>)/`.
