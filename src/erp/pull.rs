@@ -215,14 +215,25 @@ impl ErpService {
                         None => report.errors.push(RecordError::new(info.name, None, "a record without id")),
                     }
                 }
-                check_filtered(info, &position, &query, &batch)?;
+                // An ERP that ignored `sort`: the window is read again by id (see `window`).
+                let by_id = position.sort_ignored(&batch);
+                if !by_id {
+                    check_filtered(info, &position, &query, &batch)?;
+                }
                 for outcome in store.erp_upsert(info.name, &batch).await? {
                     report.count(outcome);
                 }
                 let ids = batch.iter().map(|record| record.id.as_str());
                 report.removed += self.recheck_removed(info, asked_at, ids, &mut report).await?;
                 progress(report.fetched);
-                match self.go_on(info, owner, position.next(&batch)).await? {
+                let next = match from {
+                    Some(from) if by_id => {
+                        filters.extend(Position::window(from, started_ms));
+                        Some(Position::IdAbove(None))
+                    }
+                    _ => position.next(&batch),
+                };
+                match self.go_on(info, owner, next).await? {
                     Some(next) => position = next,
                     None => break,
                 }

@@ -71,6 +71,23 @@ impl Position {
         }
     }
 
+    /// Whether a page asked in (`lastModifiedDate`, `id`) order holds only records its query
+    /// selects, yet out of that order: the ERP ignored `sort` (it lists in id order), and
+    /// going on from the page's greatest key would skip what the page did not hold.
+    pub(super) fn sort_ignored(&self, records: &[ErpRecord]) -> bool {
+        matches!(self, Position::Since(_) | Position::After { rest_of_instant: false, .. })
+            && records.iter().all(|record| self.admits(record))
+            && !records.windows(2).all(|pair| self.in_order(&pair[0], &pair[1]))
+    }
+
+    /// The filters of an incremental pull's window read again by id, once the ERP is found to
+    /// ignore `sort`: the records stamped from `from` through `upto` (the pull's start by
+    /// this service's clock; later ones are the next pull's, so a record changed behind the
+    /// id reached is read then).
+    pub(super) fn window(from: i64, upto: i64) -> Vec<(String, String)> {
+        vec![("lastModifiedDate-ge".into(), from.to_string()), ("lastModifiedDate-le".into(), upto.to_string())]
+    }
+
     /// Where the page after one with these records starts; `None` when the pull has read
     /// everything. Only a query that answers no record ends: a short page proves nothing (an
     /// ERP may serve fewer than `pageSize`), and asking once more costs one request.
