@@ -26,43 +26,27 @@ pub enum Rated {
 }
 
 impl Rated {
-    /// The newest rows of a user since a moment, newest first, at most `$3` of them; each reads
-    /// an index on (user, `created_at`) (migrations 0028, 0040 and 0042).
-    fn statement(self) -> &'static str {
+    /// The table of the rows and the column naming their user; each table has an index on
+    /// (user, `created_at`) (migrations 0028, 0040 and 0042).
+    fn rows(self) -> (&'static str, &'static str) {
         match self {
-            Rated::Jobs => {
-                "SELECT created_at FROM jobs WHERE created_by = $1 AND created_at > $2 \
-                 ORDER BY created_at DESC LIMIT $3"
-            }
-            Rated::IdempotencyKeys => {
-                "SELECT created_at FROM idempotency_keys WHERE user_id = $1 AND created_at > $2 \
-                 ORDER BY created_at DESC LIMIT $3"
-            }
-            Rated::DeliveryRetries => {
-                "SELECT created_at FROM leasing_delivery_retries WHERE user_id = $1 AND created_at > $2 \
-                 ORDER BY created_at DESC LIMIT $3"
-            }
-            Rated::LeasingCreates => {
-                "SELECT created_at FROM leasing_creates WHERE user_id = $1 AND created_at > $2 \
-                 ORDER BY created_at DESC LIMIT $3"
-            }
+            Rated::Jobs => ("jobs", "created_by"),
+            Rated::IdempotencyKeys => ("idempotency_keys", "user_id"),
+            Rated::DeliveryRetries => ("leasing_delivery_retries", "user_id"),
+            Rated::LeasingCreates => ("leasing_creates", "user_id"),
         }
     }
 
-    /// The rows of a rate kept for counting alone: a user's older rows are deleted and a new
-    /// one added ($1 the user, $2 the window's start, or now).
-    fn turns(self) -> Option<(&'static str, &'static str)> {
-        match self {
-            Rated::Jobs | Rated::IdempotencyKeys => None,
-            Rated::DeliveryRetries => Some((
-                "DELETE FROM leasing_delivery_retries WHERE user_id = $1 AND created_at <= $2",
-                "INSERT INTO leasing_delivery_retries (user_id, created_at) VALUES ($1, $2)",
-            )),
-            Rated::LeasingCreates => Some((
-                "DELETE FROM leasing_creates WHERE user_id = $1 AND created_at <= $2",
-                "INSERT INTO leasing_creates (user_id, created_at) VALUES ($1, $2)",
-            )),
-        }
+    /// The newest rows of a user (`$1`) since a moment (`$2`), newest first, at most `$3`.
+    fn statement(self) -> sqlx::AssertSqlSafe<String> {
+        let (table, user) = self.rows();
+        sql!("SELECT created_at FROM {table} WHERE {user} = $1 AND created_at > $2 ORDER BY created_at DESC LIMIT $3")
+    }
+
+    /// Whether the rows are kept for counting alone (a turn's row; not jobs or keys, which are
+    /// rows of their own kind).
+    fn kept_for_counting(self) -> bool {
+        matches!(self, Rated::DeliveryRetries | Rated::LeasingCreates)
     }
 }
 
@@ -98,12 +82,15 @@ pub(crate) async fn take_turn_on(
     user_id: i64,
     per_minute: u64,
 ) -> Result<Option<u64>, StoreError> {
-    let (delete, insert) = rated.turns().expect("a rate whose rows are kept for counting alone");
+    assert!(rated.kept_for_counting(), "{rated:?}: its rows are not a rate's turns");
     if let Some(seconds) = rate_reached_on(connection, rated, user_id, per_minute).await? {
         return Ok(Some(seconds));
     }
+    let (table, _) = rated.rows();
     let now = now_ms();
+    let delete = sql!("DELETE FROM {table} WHERE user_id = $1 AND created_at <= $2");
     sqlx::query(delete).bind(user_id).bind(now - WINDOW_MS).execute(&mut *connection).await?;
+    let insert = sql!("INSERT INTO {table} (user_id, created_at) VALUES ($1, $2)");
     sqlx::query(insert).bind(user_id).bind(now).execute(&mut *connection).await?;
     Ok(None)
 }
