@@ -438,6 +438,13 @@ pub async fn execute(pool: &sqlx::AnyPool, statement: &str) {
 }
 
 /// The records of an ERP list answer (`{"result": […]}`) by id: their versions.
+/// An incremental pull of every ERP model (`GET /api/v1/erp/get`): the report of `model`'s.
+pub async fn erp_pull_report(svc: &TestService, token: &str, model: &str) -> serde_json::Value {
+    let pulls = svc.get_json(token, "/api/v1/erp/get").await;
+    let report = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == model).cloned();
+    report.unwrap_or_else(|| panic!("no pull of {model}: {pulls}"))
+}
+
 pub fn erp_versions(list: &serde_json::Value) -> std::collections::BTreeMap<String, serde_json::Value> {
     let records = list["result"].as_array().unwrap().iter();
     records.map(|c| (c["id"].as_str().unwrap().to_string(), c["version"].clone())).collect()

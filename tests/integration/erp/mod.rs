@@ -13,7 +13,7 @@ mod webhooks;
 
 use crate::common::contract::Checked;
 use crate::common::{Api, JsonAnswer};
-use crate::common::{Db, TestService, add_fault, clear_faults};
+use crate::common::{Db, TestService, add_fault, clear_faults, erp_pull_report};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -50,6 +50,14 @@ async fn erp(svc: &TestService, method: reqwest::Method, path: &str, body: Optio
 async fn erp_update(svc: &TestService, model: &str, id: &str, change: Value) -> Value {
     let path = format!("/{model}/id/{id}?ignoreMissingProperties=true");
     erp(svc, reqwest::Method::PUT, &path, Some(change)).await
+}
+
+/// The mirrored customers hold the emails given (id, email); `context` is shown on failure.
+async fn assert_customer_emails(svc: &TestService, token: &str, expected: &[(&str, &str)], context: &Value) {
+    for (id, email) in expected {
+        let customer = svc.get_json(token, &format!("/api/v1/erp/show/customer/{id}")).await;
+        assert_eq!(customer["email"], *email, "customer {id}: {context}");
+    }
 }
 
 async fn erp_fault(svc: &TestService, rule: Value) {

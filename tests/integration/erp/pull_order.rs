@@ -17,13 +17,9 @@ async fn a_change_an_erp_ignoring_sort_pages_past_is_pulled(db: Db) {
     erp_update(&svc, "customer", "5", json!({"email": "second@example.com"})).await;
     svc.erp_sandbox("behaviour", json!({"most_per_page": 1, "sort": "ignored"})).await;
 
-    let pulls = svc.get_json(&token, "/api/v1/erp/get").await;
-    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "customer").unwrap().clone();
+    let pull = erp_pull_report(&svc, &token, "customer").await;
     assert_eq!(pull["errors"], json!([]), "{pull}");
-    for (id, email) in [("5", "second@example.com"), ("6", "first@example.com")] {
-        let customer = svc.get_json(&token, &format!("/api/v1/erp/show/customer/{id}")).await;
-        assert_eq!(customer["email"], email, "customer {id}: {pull}");
-    }
+    assert_customer_emails(&svc, &token, &[("5", "second@example.com"), ("6", "first@example.com")], &pull).await;
     svc.stop().await;
 }
 
@@ -39,13 +35,9 @@ async fn an_erp_ignoring_sort_on_whole_pages_is_pulled(db: Db) {
     svc.erp_sandbox("behaviour", json!({"sort": "ignored"})).await;
 
     for _ in 0..2 {
-        let pulls = svc.get_json(&token, "/api/v1/erp/get").await;
-        let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "customer").unwrap().clone();
+        let pull = erp_pull_report(&svc, &token, "customer").await;
         assert_eq!(pull["errors"], json!([]), "{pull}");
-        for (id, email) in [("5", "second@example.com"), ("6", "first@example.com")] {
-            let customer = svc.get_json(&token, &format!("/api/v1/erp/show/customer/{id}")).await;
-            assert_eq!(customer["email"], email, "customer {id}: {pull}");
-        }
+        assert_customer_emails(&svc, &token, &[("5", "second@example.com"), ("6", "first@example.com")], &pull).await;
         erp_update(&svc, "customer", "7", json!({"email": "third@example.com"})).await;
     }
     let customer = svc.get_json(&token, "/api/v1/erp/show/customer/7").await;

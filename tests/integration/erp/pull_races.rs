@@ -157,8 +157,7 @@ async fn a_record_changed_during_a_full_pull_is_brought_by_the_next_pull(db: Db)
     assert_eq!(seven["email"], "later@example.com", "read after its change: {setup}");
     erp_clear_faults(&svc).await;
 
-    let pulls = svc.get_json(&token, "/api/v1/erp/get").await;
-    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "customer").unwrap().clone();
+    let pull = erp_pull_report(&svc, &token, "customer").await;
     let customer = svc.get_json(&token, "/api/v1/erp/show/customer/5").await;
     assert_eq!(customer["email"], "during@example.com", "{pull}");
     svc.stop().await;
@@ -177,12 +176,8 @@ async fn a_change_after_the_erp_clock_was_set_back_is_pulled(db: Db) {
     svc.erp_sandbox("behaviour", json!({"clock_offset_ms": 0})).await;
     erp_update(&svc, "customer", "7", json!({"email": "after@example.com"})).await;
 
-    let pulls = svc.get_json(&token, "/api/v1/erp/get").await;
-    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "customer").unwrap().clone();
-    for (id, email) in [("6", "ahead@example.com"), ("7", "after@example.com")] {
-        let customer = svc.get_json(&token, &format!("/api/v1/erp/show/customer/{id}")).await;
-        assert_eq!(customer["email"], email, "{pull}");
-    }
+    let pull = erp_pull_report(&svc, &token, "customer").await;
+    assert_customer_emails(&svc, &token, &[("6", "ahead@example.com"), ("7", "after@example.com")], &pull).await;
     svc.stop().await;
 }
 

@@ -3,7 +3,7 @@
 //! reconciling of both mirrors, which repairs both ways what an incremental sync cannot see.
 
 use crate::common::{Api, JsonAnswer};
-use crate::common::{erp_versions, mirrored_erp_versions};
+use crate::common::{erp_pull_report, erp_versions, mirrored_erp_versions};
 use std::collections::BTreeMap;
 
 use crate::common::contract::Checked;
@@ -240,19 +240,19 @@ async fn an_erp_serving_short_pages_is_pulled_whole(db: Db) {
     assert!(upstream.len() > 40, "{}", upstream.len());
     assert_eq!(mirrored_erp_versions(svc.store(), "article").await, upstream, "{setup}");
     let changed = upstream.keys().nth(20).unwrap().clone();
-    let put = svc
-        .erp_api(reqwest::Method::PUT, &format!("/article/id/{changed}?ignoreMissingProperties=true"))
-        .json(&json!({"name": "changed"}))
-        .checked()
-        .await
-        .unwrap();
-    assert!(put.status().is_success());
-    let pulls: Value = svc.get_json(&token, "/api/v1/erp/get").await;
-    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "article").unwrap().clone();
+    rename_article(&svc, &changed).await;
+    let pull = erp_pull_report(&svc, &token, "article").await;
     assert_eq!(pull["updated"], 1, "{pull}");
     assert_eq!(mirrored_erp_versions(svc.store(), "article").await, erp_articles().await);
     reconciling_repairs_nothing(&svc, &token, "article").await;
     svc.stop().await;
+}
+
+/// Renames an article at the ERP simulator, which stamps it anew.
+async fn rename_article(svc: &TestService, id: &str) {
+    let path = format!("/article/id/{id}?ignoreMissingProperties=true");
+    let put = svc.erp_api(reqwest::Method::PUT, &path).json(&json!({"name": "changed"})).checked().await.unwrap();
+    assert!(put.status().is_success());
 }
 
 /// An ERP that ignores `sort` (as it ignores unknown filter names) lists a model in id order.
@@ -269,17 +269,10 @@ async fn an_erp_ignoring_sort_is_pulled_without_skipping(db: Db) {
     };
     // The first article in id order becomes the newest: in key order it comes last.
     let first = articles().await.into_keys().min_by_key(|id| id.parse::<u64>().unwrap()).unwrap();
-    let put = svc
-        .erp_api(reqwest::Method::PUT, &format!("/article/id/{first}?ignoreMissingProperties=true"))
-        .json(&json!({"name": "changed"}))
-        .checked()
-        .await
-        .unwrap();
-    assert!(put.status().is_success());
+    rename_article(&svc, &first).await;
     let upstream = articles().await;
     svc.erp_sandbox("behaviour", json!({"most_per_page": 7, "sort": "ignored"})).await;
-    let pulls: Value = svc.get_json(&token, "/api/v1/erp/get").await;
-    let pull = pulls["data"].as_array().unwrap().iter().find(|r| r["model"] == "article").unwrap().clone();
+    let pull = erp_pull_report(&svc, &token, "article").await;
     assert_eq!(pull["errors"], json!([]), "{pull}");
     assert_eq!(mirrored_erp_versions(svc.store(), "article").await, upstream, "{pull}");
     svc.erp_sandbox("behaviour", json!({})).await;

@@ -10,7 +10,7 @@ use crate::common::Db;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
-use super::fake::{Fake, first_sync, mirror, reconcile_to_equal, start, sync};
+use super::fake::{Fake, first_sync, mirror, reconcile_to_equal, start, sync, sync_updating};
 
 /// Ids of 3, 9, 10 and 19 digits, half of them JSON numbers, eight to a stamp (a page holds
 /// ten): each query after a page's last key asks `Id gt K` across a change of digit count. Every
@@ -33,9 +33,7 @@ async fn ids_of_every_digit_count_are_paged_as_numbers(db: Db) {
     for id in [105, 999_999_999, 1_000_000_000, 9_000_000_000_000_000_001] {
         fake.put(id, 2, "2026-01-01T00:01:00");
     }
-    let (status, next) = sync(&svc, &token, "").await;
-    assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(4)), "{next}");
-    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    sync_updating(&svc, &token, &fake, 4).await;
     let reconciled = reconcile_to_equal(&svc, &token, &fake).await;
     assert_eq!((reconciled["fetched_missing"].clone(), reconciled["refreshed"].clone()), (json!(0), json!(0)));
     svc.stop().await;
@@ -70,9 +68,7 @@ async fn stamps_of_every_form_are_compared_as_instants(db: Db) {
         // Committed late: stamped ten seconds before the newest stamp synced.
         fake.put(1011 + n as i64, 2, &stamp(19, n));
     }
-    let (status, next) = sync(&svc, &token, "").await;
-    assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(8)), "{next}");
-    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    sync_updating(&svc, &token, &fake, 8).await;
     let (status, again) = sync(&svc, &token, "").await;
     assert_eq!((status, again["data"][0]["updated"].clone()), (200, json!(0)), "{again}");
     let reconciled = reconcile_to_equal(&svc, &token, &fake).await;
@@ -96,9 +92,7 @@ async fn stamps_keep_the_offset_the_server_wrote(db: Db) {
     assert_eq!(mirror(&svc).await, fake.visible(), "{first}");
     fake.put(1005, 2, &stamp(40, 1));
     fake.put(1015, 2, &stamp(19, 1));
-    let (status, next) = sync(&svc, &token, "").await;
-    assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(2)), "{next}");
-    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    sync_updating(&svc, &token, &fake, 2).await;
     svc.stop().await;
 }
 

@@ -329,6 +329,14 @@ pub(super) async fn first_sync(svc: &TestService, token: &str, inserted: u64) ->
     first
 }
 
+/// A later sync, which must update `updated` records and leave the mirror equal to what
+/// `fake` shows.
+pub(super) async fn sync_updating(svc: &TestService, token: &str, fake: &Fake, updated: u64) {
+    let (status, next) = sync(svc, token, "").await;
+    assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(updated)), "{next}");
+    assert_eq!(mirror(svc).await, fake.visible(), "{next}");
+}
+
 /// A reconciling sync, after which the mirror must equal what `fake` shows; its report.
 pub(super) async fn reconcile_to_equal(svc: &TestService, token: &str, fake: &Fake) -> Value {
     let (status, reconciled) = sync(svc, token, "?reconcile=true").await;

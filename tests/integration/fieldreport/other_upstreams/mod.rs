@@ -19,7 +19,7 @@ mod write_answers;
 mod write_fake;
 mod writes;
 
-use self::fake::{Fake, Links, first_sync, mirror, reconcile_to_equal, start, sync};
+use self::fake::{Fake, Links, first_sync, mirror, reconcile_to_equal, start, sync, sync_updating};
 
 /// Stamps of seven fractional digits: the next sync asks from the overlap before its cursor,
 /// a stamp the server must be able to read. `DateTime` takes at most seven digits; the
@@ -190,9 +190,7 @@ async fn stamps_of_odata_v2_json_are_asked_as_instants(db: Db) {
     first_sync(&svc, &token, 30).await;
     assert_eq!(mirror(&svc).await, fake.visible());
     fake.put(1005, 2, "2026-01-01T00:00:40.5");
-    let (status, next) = sync(&svc, &token, "").await;
-    assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(1)), "{next}");
-    assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+    sync_updating(&svc, &token, &fake, 1).await;
     let (status, again) = sync(&svc, &token, "").await;
     assert_eq!((status, again["data"][0]["updated"].clone()), (200, json!(0)), "{again}");
     svc.stop().await;
@@ -245,9 +243,7 @@ async fn a_server_keeping_finer_stamps_than_it_serves_is_synced_whole(db: Db) {
             let tick = 5_000_000 + order * (id - 1013) * 1_000;
             fake.finer.lock().unwrap().insert(id, format!("2026-01-01T00:01:00.{tick:07}"));
         }
-        let (status, next) = sync(&svc, &token, "").await;
-        assert_eq!((status, next["data"][0]["updated"].clone()), (200, json!(25)), "{next}");
-        assert_eq!(mirror(&svc).await, fake.visible(), "{next}");
+        sync_updating(&svc, &token, &fake, 25).await;
     }
     svc.stop().await;
 }
