@@ -199,10 +199,13 @@ impl Service {
             .env("ERP_WEBHOOK_SECRET", WEBHOOK_SECRET)
             .env("ERP_WEBHOOK_ALLOWLIST", "127.0.0.0/8")
             // Every load comes from this host and one token: the caps meant for clients out
-            // there would refuse the 10,000 held calls of `waiting-flows`.
+            // there would refuse the 10,000 held calls of `waiting-flows`,
             .env("MAX_CONNECTIONS", "30000")
             .env("MAX_CONNECTIONS_PER_ADDRESS", "30000")
             .env("MAX_HELD_CALLS_PER_USER", "30000")
+            // Nor create the financing requests of `waiting-flows`, `mixed` and `leasing-watch`
+            // at 60 a minute.
+            .env("LEASING_CREATES_PER_MINUTE_PER_USER", "100000")
             .envs(settings.iter().copied());
         let (child, mut printed) = spawn(command, &dir, "service")?;
         let mut front = None;
