@@ -132,13 +132,46 @@ impl FieldReportService {
             record = answered(record, answer);
         }
         let pending = (!forward).then_some("create");
-        self.store.mirror_insert(entity.route, &record, pending).await.map_err(|e| match e {
-            StoreError::Duplicate(_) => {
-                FieldReportError::Conflict(format!("{} record {} exists already", entity.route, record.id))
+        let record = match self.store.mirror_insert(entity.route, &record, pending).await {
+            Ok(()) => record,
+            Err(StoreError::Duplicate(_)) if forward => self.created_meanwhile(entity, record).await?,
+            Err(StoreError::Duplicate(_)) => {
+                return Err(FieldReportError::Conflict(format!(
+                    "{} record {} exists already",
+                    entity.route, record.id
+                )));
             }
-            other => other.into(),
-        })?;
+            Err(other) => return Err(other.into()),
+        };
         Ok(WriteOutcome { data: record.document, upstream })
+    }
+
+    /// The mirror holds the Id the field-report system has just given a new record: a sync
+    /// read the record between the server's answer and this write of it (the server's Ids
+    /// are its own, so it is the same record). The create stands, as the server made it; the
+    /// mirror keeps the newer copy. Answering 409 here told the client that a record the
+    /// server holds was not made, and its retry made a second one.
+    async fn created_meanwhile(
+        &self,
+        entity: &EntityInfo,
+        record: MirrorRecord,
+    ) -> Result<MirrorRecord, FieldReportError> {
+        for _ in 0..3 {
+            let Some(stored) = self.store.mirror_get(entity.route, &record.id).await? else {
+                // Removed again meanwhile: the create stands as the server answered it.
+                return Ok(record);
+            };
+            if stored.version >= record.version {
+                return Ok(stored);
+            }
+            if self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
+                return Ok(record);
+            }
+        }
+        Err(FieldReportError::Conflict(format!(
+            "{} record {} was made at the field-report system and is being changed here meanwhile; read it again",
+            entity.route, record.id
+        )))
     }
 
     /// Updates a record at the field-report system (the body deep-merged over the stored
@@ -221,11 +254,17 @@ impl FieldReportService {
         }
         // The upstream took this write at its version, so a mirror already at that version
         // holds this very write: a concurrent update, refused upstream as stale, caught the
-        // mirror up with the upstream's copy of it. It takes the record as answered.
+        // mirror up with the upstream's copy of it. It takes the record as answered. A mirror
+        // past that version holds a later change made there, which a sync read meanwhile: the
+        // write stands (answering 409 told the client it was not made), the mirror stays.
         let version = record.version;
-        let caught_up =
-            self.store.mirror_get(entity.route, &record.id).await?.is_some_and(|now| now.version == version);
-        if caught_up && self.store.mirror_replace(entity.route, &record, version, None).await? {
+        let now = self.store.mirror_get(entity.route, &record.id).await?.map(|now| now.version);
+        let stands = match now {
+            Some(now) if now > version => true,
+            Some(now) if now == version => self.store.mirror_replace(entity.route, &record, version, None).await?,
+            _ => false,
+        };
+        if stands {
             return Ok(WriteOutcome { data: record.document, upstream: Some(upstream) });
         }
         Err(FieldReportError::Conflict(format!(

@@ -119,7 +119,7 @@ impl WriteFake {
         self.scripted.lock().unwrap().push_back(scripted);
     }
 
-    fn answer(&self, req: &SimRequest) -> SimResponse {
+    pub(super) fn answer(&self, req: &SimRequest) -> SimResponse {
         {
             let mut scripted = self.scripted.lock().unwrap();
             if let Some(at) = scripted.iter().position(|s| s.method == req.method) {

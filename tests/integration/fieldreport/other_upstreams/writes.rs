@@ -9,11 +9,13 @@ use crate::common::{Api, Db, TestService, error_body};
 use http::StatusCode;
 use integration_service::sandbox::faults::Faults;
 use integration_service::sandbox::http::{json, serve};
+use integration_service::store::fieldreport::records::SyncedRecord;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
 
 use super::mirror;
-use super::write_fake::{Created, WriteFake, start};
+use super::write_fake::{Created, Updated, WriteFake, start};
 
 const COMPANIES: &str = "/api/v1/fieldreport/companies";
 
@@ -182,6 +184,104 @@ async fn a_create_is_read_back_at_the_configured_server_only(db: Db) {
     svc.stop().await;
 }
 
+/// The service, its field-report system `fake` with its answers to `method` held until
+/// the test lets each go (a sync reads what the server made meanwhile).
+async fn serving_held(db: Db, fake: &Arc<WriteFake>, method: Method) -> (TestService, String, Arc<Notify>) {
+    let answers_held = Arc::new(Notify::new());
+    let (served, held) = (fake.clone(), answers_held.clone());
+    let log = slog::Logger::root(slog::Discard, slog::o!());
+    let address = serve("127.0.0.1:0".parse().unwrap(), Arc::new(Faults::default()), log, move |req| {
+        let answered = served.answer(&req);
+        let held = (req.method == method).then(|| held.clone());
+        async move {
+            if let Some(held) = held {
+                held.notified().await;
+            }
+            answered
+        }
+    })
+    .await
+    .unwrap();
+    let (svc, token) = TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
+    (svc, token, answers_held)
+}
+
+/// Once the server holds a record of which `read` makes the copy a sync reads, stores that
+/// copy as a sync's page does and lets the held answer go; the record's Id.
+async fn synced_meanwhile(
+    svc: &TestService,
+    fake: &WriteFake,
+    answers_held: &Notify,
+    read: impl Fn(&Map<String, Value>) -> Option<Map<String, Value>>,
+) -> String {
+    let mut copy = None;
+    for _ in 0..1_000 {
+        copy = fake.records.lock().unwrap().values().find_map(&read);
+        if copy.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let copy = Value::Object(copy.expect("the server made the write"));
+    let id = copy["Id"].as_str().unwrap().to_string();
+    let version = copy["Version"].as_i64().unwrap();
+    let document = serde_json::value::to_raw_value(&copy).unwrap();
+    let page = vec![SyncedRecord { id: id.clone(), version, external_id: None, document }];
+    svc.store().mirror_upsert_page("companies", page).await.unwrap();
+    answers_held.notify_one();
+    id
+}
+
+/// A sync reads a new record while the server's answer to its create is on its way: the
+/// mirror holds the record before the create stores it. The create was answered 409 "exists
+/// already" though the server had made it, and a client's retry made a second record. It is
+/// answered 201 with the record, which the server holds once.
+async fn a_create_whose_record_a_sync_stored_first_is_made_once(db: Db) {
+    let fake = WriteFake::new();
+    let (svc, token, answers_held) = serving_held(db, &fake, Method::POST).await;
+    let new = json!({"Id": "0", "Version": 1, "Name": "Acme"});
+    let (created, id) = tokio::join!(
+        send(&svc, &token, Method::POST, COMPANIES, Some(new)),
+        synced_meanwhile(&svc, &fake, &answers_held, |record| Some(record.clone()))
+    );
+    let status = created.status();
+    let body: Value = created.json().await.unwrap();
+    assert_eq!((status, body["data"]["Id"].as_str()), (StatusCode::CREATED, Some(id.as_str())), "{body}");
+    assert_eq!(fake.records.lock().unwrap().len(), 1);
+    assert_eq!(mirror(&svc).await, fake.versions());
+    svc.stop().await;
+}
+
+/// A sync reads a later change of a record, made at the server by someone else, while the
+/// server's answer to an update is on its way: the update was answered 409 "changed by
+/// another request" though the server had taken it. It is answered 200, and the mirror keeps
+/// the later change.
+async fn an_update_overtaken_by_a_later_change_a_sync_read_stands(db: Db) {
+    let fake = WriteFake::new();
+    *fake.updated.lock().unwrap() = Updated::Record;
+    let (svc, token, answers_held) = serving_held(db, &fake, Method::PUT).await;
+    let made = send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "0", "Version": 1}))).await;
+    let made: Value = made.json().await.unwrap();
+    let item = format!("{COMPANIES}/{}", made["data"]["Id"].as_str().unwrap());
+    let later_change = |record: &Map<String, Value>| {
+        let version = record["Version"].as_i64().filter(|version| *version > 1)?;
+        let mut later = record.clone();
+        later.insert("Name".into(), json!("changed there later"));
+        later.insert("Version".into(), json!(version + 1));
+        Some(later)
+    };
+    let (updated, _) = tokio::join!(
+        send(&svc, &token, Method::PATCH, &item, Some(json!({"Name": "Acme 2"}))),
+        synced_meanwhile(&svc, &fake, &answers_held, later_change)
+    );
+    let status = updated.status();
+    let body: Value = updated.json().await.unwrap();
+    assert_eq!((status, body["data"]["Name"].as_str()), (StatusCode::OK, Some("Acme 2")), "{body}");
+    let mirrored: Value = send(&svc, &token, Method::GET, &item, None).await.json().await.unwrap();
+    assert_eq!(mirrored["Name"], "changed there later", "{mirrored}");
+    svc.stop().await;
+}
+
 on_both_databases!(
     a_create_is_read_back_at_the_configured_server_only,
     a_create_answered_without_a_body_takes_the_id_of_its_address,
@@ -189,4 +289,6 @@ on_both_databases!(
     a_record_gone_with_410_leaves_the_mirror,
     error_bodies_in_xml_and_html_give_their_message,
     a_create_takes_the_version_the_server_assigned,
+    a_create_whose_record_a_sync_stored_first_is_made_once,
+    an_update_overtaken_by_a_later_change_a_sync_read_stands,
 );
