@@ -238,8 +238,12 @@ impl ErpService {
                     None => break,
                 }
             }
-            if let (Some(from), Some(through)) = (from, through) {
-                self.recover_skipped(info, owner, (from, through), &seen, &mut report).await?;
+            // What the pages read, against the ERP's count (`verify.rs`; an incremental pull
+            // that read nothing skipped nothing).
+            let counted = from.map_or(Some(filters.clone()), |from| through.map(|upto| Position::window(from, upto)));
+            if let Some(counted) = counted {
+                let recovered = self.recover_skipped(info, owner, &counted, &seen, &mut report).await?;
+                seen.extend(recovered);
             }
             if *kind == PullKind::Full {
                 // A record missing from the pages was deleted, or is newer than the page of
@@ -359,7 +363,7 @@ impl ErpService {
         let store = self.store();
         let mut report = PullReport::new(info.name);
         let upstream: std::collections::HashMap<String, i64> = self
-            .list_by_id(info, owner, &[], &mut report)
+            .list_counted(info, owner, &mut report)
             .await?
             .into_iter()
             .map(|record| (record.id, record.version))
@@ -423,6 +427,10 @@ impl ErpService {
                     ),
                 }
                 .into());
+            }
+            // None of the batch is left: each is confirmed gone (one listed, then deleted).
+            for id in batch.iter().filter(|_| records.is_empty()) {
+                removed += u64::from(self.confirm_absence(info, id, &mut rechecked).await?);
             }
             batches.answered(batch, &records.iter().map(|record| record.id.as_str()).collect());
             fetched += records.len() as u64;

@@ -33,7 +33,8 @@
 //! `id`) and `{model, count}` generates records, both without webhooks;
 //! `POST /__sandbox/behaviour {"most_per_page": n}` serves at most `n` records a page whatever
 //! `pageSize` asks (`null`: as asked), `{"sort": "ignored"}` lists in id order whatever `sort`
-//! asks (`"honoured"`, the default: as asked), `{"clock_offset_ms": n}` stamps writes `n` ms
+//! asks (`"by-change"`: in the order of their last writes; `"honoured"`, the default: as
+//! asked), `{"clock_offset_ms": n}` stamps writes `n` ms
 //! ahead of now (0, the default: a right clock; set back, the stamps go back too).
 
 mod api;

@@ -132,6 +132,9 @@ impl Erp {
         if self.state.lock().expect("lock").sort_ignored {
             query.sort.retain(|(field, descending)| field == "id" && !descending);
         }
+        if self.state.lock().expect("lock").listed_by_change {
+            query.sort = vec![("lastModifiedDate".into(), false), ("id".into(), false)];
+        }
         let skip = (query.page - 1).saturating_mul(query.page_size);
         if query.by_id() {
             // In id order, the order the records are kept in: the page is read from the
@@ -256,9 +259,9 @@ impl Erp {
         }
     }
 
-    /// `{"most_per_page": n | null, "sort": "ignored" | "honoured", "clock_offset_ms": n}`:
-    /// serve at most `n` records a page whatever `pageSize` asks; list in id order whatever
-    /// `sort` asks; stamp writes `n` ms after now (a clock ahead; 0 sets it right, and the
+    /// `{"most_per_page": n | null, "sort": "ignored" | "by-change" | "honoured",
+    /// "clock_offset_ms": n}`: serve at most `n` records a page whatever `pageSize` asks; list
+    /// in id order (or in the order of their last writes) whatever `sort` asks; stamp writes `n` ms after now (a clock ahead; 0 sets it right, and the
     /// stamps go back with it). The body sets all three (an absent one is the default: as
     /// asked, a right clock).
     fn behaviour(&self, req: &SimRequest) -> SimResponse {
@@ -273,10 +276,11 @@ impl Erp {
                 None => return bad_request("most_per_page must be a positive number or null"),
             },
         };
-        let sort_ignored = match body.get("sort").and_then(Value::as_str) {
-            Some("ignored") => true,
-            Some("honoured") | None => false,
-            Some(_) => return bad_request("sort must be \"ignored\" or \"honoured\""),
+        let (sort_ignored, listed_by_change) = match body.get("sort").and_then(Value::as_str) {
+            Some("ignored") => (true, false),
+            Some("by-change") => (true, true),
+            Some("honoured") | None => (false, false),
+            Some(_) => return bad_request("sort must be \"ignored\", \"by-change\" or \"honoured\""),
         };
         let clock_offset_ms = match body.get("clock_offset_ms") {
             None => 0,
@@ -288,6 +292,7 @@ impl Erp {
         let mut state = self.state.lock().expect("lock");
         state.most_per_page = most;
         state.sort_ignored = sort_ignored;
+        state.listed_by_change = listed_by_change;
         state.set_clock_offset(clock_offset_ms);
         json(StatusCode::OK, &body)
     }

@@ -19,6 +19,9 @@ pub(super) struct State {
     /// "ignored"}`): an ERP that ignores a sort it does not support, as it ignores unknown
     /// filter names.
     pub(super) sort_ignored: bool,
+    /// Lists in the order the records were last written whatever `sort` asks (`{"sort":
+    /// "by-change"}`): an ERP that ignores `sort` and lists its rows as stored, not by id.
+    pub(super) listed_by_change: bool,
     /// How far ahead of now writes are stamped (`POST /__sandbox/behaviour
     /// {"clock_offset_ms": n}`): an ERP whose clock runs ahead, or was set right.
     clock_offset_ms: i64,

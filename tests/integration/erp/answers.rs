@@ -39,7 +39,10 @@ async fn a_webhook_fetch_answered_without_an_id_removes_nothing(db: Db) {
 async fn a_full_pull_does_not_remove_a_record_answered_without_an_id(db: Db) {
     let (svc, token) = start_with_customer_5(db).await;
     customer_5_answered_without_id(&svc, 1).await;
-    // The pull's first call asks for the newest stamp; its page is answered empty.
+    // The pull's first call asks for the newest stamp; its page is answered empty, and the
+    // count of the model none (a count of more would have the pull list the customers again).
+    let none = json!({"path_prefix": "/webapp/api/v1/customer/count", "status": 200, "body": "{\"result\":0}"});
+    erp_fault(&svc, none).await;
     let empty = json!({"path_prefix": "/webapp/api/v1/customer", "status": 200, "body": "{\"result\":[]}", "after": 1});
     erp_fault(&svc, empty).await;
     let failed = error_body(svc.get(&token, "/api/v1/erp/setup/customer").await, 502).await;

@@ -205,7 +205,34 @@ async fn a_late_read_stamped_by_a_clock_that_ran_ahead_does_not_move_a_record_ba
     svc.stop().await;
 }
 
+/// Customer 5 changed at the ERP (no webhook reaches the service): a reconciling lists it at
+/// a version the mirror does not hold, its list answered late, and meanwhile the ERP deletes
+/// the customer. Its fetch by id answers nothing, which said it was gone; yet it stayed in the
+/// mirror at its old version (listed, its absence was never confirmed), and the reconciling
+/// completed. It is removed.
+async fn a_stale_record_deleted_while_a_reconciling_lists_it_is_removed(db: Db) {
+    let (svc, token) = start(db, &[]).await;
+    svc.get_json(&token, "/api/v1/erp/setup/customer").await;
+    erp_update(&svc, "customer", "5", json!({"email": "changed@example.com"})).await;
+    let late = json!({"path_prefix": "/webapp/api/v1/customer", "status": 200, "answer_delay_ms": 2000});
+    erp_fault(&svc, late).await;
+    let before = erp_calls(&svc).await;
+    let reconciling = svc.get_json(&token, "/api/v1/erp/update/customer");
+    let meanwhile = async {
+        erp_called_past(&svc, before).await;
+        // The list is read at the ERP (with the customer) and waits to be answered.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        erp(&svc, reqwest::Method::DELETE, "/customer/id/5", None).await;
+    };
+    let (reconciled, ()) = tokio::join!(reconciling, meanwhile);
+    assert_eq!(reconciled["data"][0]["errors"], json!([]), "{reconciled}");
+    error_body(svc.get(&token, "/api/v1/erp/show/customer/5").await, 404).await;
+    assert_eq!(mirrored_customers(&svc, &token).await, 2, "{reconciled}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_stale_record_deleted_while_a_reconciling_lists_it_is_removed,
     a_late_read_stamped_by_a_clock_that_ran_ahead_does_not_move_a_record_back,
     a_record_deleted_while_a_pull_reads_it_stays_removed,
     a_record_created_and_deleted_while_a_pull_reads_it_is_not_stored,
