@@ -39,8 +39,8 @@ fn status_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::
 
 /// A job to queue.
 #[derive(Deserialize, JsonSchema)]
-#[schemars(example = "NewJob::example")]
-pub struct NewJob {
+#[schemars(example = "JobCreate::example")]
+pub struct JobCreate {
     /// What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the
     /// local records the field-report system no longer has), `fieldreport.setup`,
     /// `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup`
@@ -55,7 +55,7 @@ pub struct NewJob {
     pub target: Option<String>,
 }
 
-impl NewJob {
+impl JobCreate {
     fn example() -> Value {
         json!({"kind": "fieldreport.sync", "target": "companies"})
     }
@@ -228,7 +228,7 @@ pub struct JobQuery {
 pub async fn jobs_create(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Jobs>,
-    body: TypedBody<NewJob>,
+    body: TypedBody<JobCreate>,
 ) -> Result<HttpResponseAccepted<Job>, ApiError> {
     let mut caller = token.caller(&rqctx).await?;
     let body = body.into_inner();

@@ -524,7 +524,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<CompaniesUpdateExternalId>,
         ///Fax number.
         #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
         pub fax: ::std::option::Option<::std::string::String>,
@@ -634,6 +634,60 @@ pub mod types {
     impl CompaniesUpdate {
         pub fn builder() -> builder::CompaniesUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct CompaniesUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for CompaniesUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<CompaniesUpdateExternalId> for ::std::string::String {
+        fn from(value: CompaniesUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for CompaniesUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for CompaniesUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for CompaniesUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CompaniesUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -1085,7 +1139,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<ContactsUpdateExternalId>,
         ///Fax number.
         #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
         pub fax: ::std::option::Option<::std::string::String>,
@@ -1165,6 +1219,60 @@ pub mod types {
     impl ContactsUpdate {
         pub fn builder() -> builder::ContactsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ContactsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for ContactsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ContactsUpdateExternalId> for ::std::string::String {
+        fn from(value: ContactsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ContactsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ContactsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ContactsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ContactsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -1393,7 +1501,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<CostCentersUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<CostCentersUpdateId>,
@@ -1422,6 +1530,60 @@ pub mod types {
     impl CostCentersUpdate {
         pub fn builder() -> builder::CostCentersUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct CostCentersUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for CostCentersUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<CostCentersUpdateExternalId> for ::std::string::String {
+        fn from(value: CostCentersUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for CostCentersUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for CostCentersUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for CostCentersUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for CostCentersUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -1865,7 +2027,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<DocumentsUpdateExternalId>,
         ///File name including extension.
         #[serde(
             rename = "FileName",
@@ -1912,6 +2074,60 @@ pub mod types {
     impl DocumentsUpdate {
         pub fn builder() -> builder::DocumentsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct DocumentsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for DocumentsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<DocumentsUpdateExternalId> for ::std::string::String {
+        fn from(value: DocumentsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for DocumentsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for DocumentsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for DocumentsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for DocumentsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -6377,7 +6593,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<ItemTypesUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<ItemTypesUpdateId>,
@@ -6427,6 +6643,60 @@ pub mod types {
     impl ItemTypesUpdate {
         pub fn builder() -> builder::ItemTypesUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ItemTypesUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for ItemTypesUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ItemTypesUpdateExternalId> for ::std::string::String {
+        fn from(value: ItemTypesUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ItemTypesUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ItemTypesUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ItemTypesUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ItemTypesUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -6636,7 +6906,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<ItemUnitsUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<ItemUnitsUpdateId>,
@@ -6659,6 +6929,60 @@ pub mod types {
     impl ItemUnitsUpdate {
         pub fn builder() -> builder::ItemUnitsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ItemUnitsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for ItemUnitsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ItemUnitsUpdateExternalId> for ::std::string::String {
+        fn from(value: ItemUnitsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ItemUnitsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ItemUnitsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ItemUnitsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ItemUnitsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -6805,7 +7129,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<ItemsUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<ItemsUpdateId>,
@@ -6864,6 +7188,60 @@ pub mod types {
     impl ItemsUpdate {
         pub fn builder() -> builder::ItemsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ItemsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for ItemsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ItemsUpdateExternalId> for ::std::string::String {
+        fn from(value: ItemsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ItemsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ItemsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ItemsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ItemsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -6980,6 +7358,95 @@ pub mod types {
     impl Job {
         pub fn builder() -> builder::Job {
             Default::default()
+        }
+    }
+    ///A job to queue.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct JobCreate {
+        ///What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
+        pub kind: JobCreateKind,
+        ///What to run it on: an entity set (`costCenters` or `CostCenters`) for the `fieldreport.sync`, `.reconcile` and `.post` kinds, a stage (`1`, `2`, `3`) for `fieldreport.setup`, a model (`customer`) for the `erp` kinds. Absent or null: every target of the kind, one after the other.
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub target: ::std::option::Option<::std::string::String>,
+    }
+    impl JobCreate {
+        pub fn builder() -> builder::JobCreate {
+            Default::default()
+        }
+    }
+    ///What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum JobCreateKind {
+        #[serde(rename = "fieldreport.sync")]
+        FieldreportSync,
+        #[serde(rename = "fieldreport.reconcile")]
+        FieldreportReconcile,
+        #[serde(rename = "fieldreport.setup")]
+        FieldreportSetup,
+        #[serde(rename = "fieldreport.post")]
+        FieldreportPost,
+        #[serde(rename = "erp.setup")]
+        ErpSetup,
+        #[serde(rename = "erp.pull")]
+        ErpPull,
+        #[serde(rename = "erp.reconcile")]
+        ErpReconcile,
+    }
+    impl ::std::fmt::Display for JobCreateKind {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::FieldreportSync => f.write_str("fieldreport.sync"),
+                Self::FieldreportReconcile => f.write_str("fieldreport.reconcile"),
+                Self::FieldreportSetup => f.write_str("fieldreport.setup"),
+                Self::FieldreportPost => f.write_str("fieldreport.post"),
+                Self::ErpSetup => f.write_str("erp.setup"),
+                Self::ErpPull => f.write_str("erp.pull"),
+                Self::ErpReconcile => f.write_str("erp.reconcile"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for JobCreateKind {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "fieldreport.sync" => Ok(Self::FieldreportSync),
+                "fieldreport.reconcile" => Ok(Self::FieldreportReconcile),
+                "fieldreport.setup" => Ok(Self::FieldreportSetup),
+                "fieldreport.post" => Ok(Self::FieldreportPost),
+                "erp.setup" => Ok(Self::ErpSetup),
+                "erp.pull" => Ok(Self::ErpPull),
+                "erp.reconcile" => Ok(Self::ErpReconcile),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for JobCreateKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for JobCreateKind {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
         }
     }
     ///The kind of job: what it runs (`fieldreport.*` on the field-report mirror, `erp.*` on the ERP mirror).
@@ -9526,7 +9993,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewCompaniesExternalId>,
         ///Fax number.
         #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
         pub fax: ::std::option::Option<::std::string::String>,
@@ -9635,6 +10102,60 @@ pub mod types {
             Default::default()
         }
     }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewCompaniesExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewCompaniesExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewCompaniesExternalId> for ::std::string::String {
+        fn from(value: NewCompaniesExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewCompaniesExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewCompaniesExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewCompaniesExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewCompaniesExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
     ///The record's Id.
     #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
     #[serde(transparent)]
@@ -9730,7 +10251,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewContactsExternalId>,
         ///Fax number.
         #[serde(rename = "Fax", skip_serializing_if = "::std::option::Option::is_none")]
         pub fax: ::std::option::Option<::std::string::String>,
@@ -9807,6 +10328,60 @@ pub mod types {
     impl NewContacts {
         pub fn builder() -> builder::NewContacts {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewContactsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewContactsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewContactsExternalId> for ::std::string::String {
+        fn from(value: NewContactsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewContactsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewContactsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewContactsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewContactsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -9892,7 +10467,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewCostCentersExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewCostCentersId,
@@ -9918,6 +10493,60 @@ pub mod types {
     impl NewCostCenters {
         pub fn builder() -> builder::NewCostCenters {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewCostCentersExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewCostCentersExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewCostCentersExternalId> for ::std::string::String {
+        fn from(value: NewCostCentersExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewCostCentersExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewCostCentersExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewCostCentersExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewCostCentersExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -10021,7 +10650,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewDocumentsExternalId>,
         ///File name including extension.
         #[serde(
             rename = "FileName",
@@ -10065,6 +10694,60 @@ pub mod types {
     impl NewDocuments {
         pub fn builder() -> builder::NewDocuments {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewDocumentsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewDocumentsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewDocumentsExternalId> for ::std::string::String {
+        fn from(value: NewDocumentsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewDocumentsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewDocumentsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewDocumentsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewDocumentsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -10159,7 +10842,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewItemTypesExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewItemTypesId,
@@ -10206,6 +10889,60 @@ pub mod types {
     impl NewItemTypes {
         pub fn builder() -> builder::NewItemTypes {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewItemTypesExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewItemTypesExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewItemTypesExternalId> for ::std::string::String {
+        fn from(value: NewItemTypesExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewItemTypesExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewItemTypesExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewItemTypesExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewItemTypesExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -10297,7 +11034,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewItemUnitsExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewItemUnitsId,
@@ -10317,6 +11054,60 @@ pub mod types {
     impl NewItemUnits {
         pub fn builder() -> builder::NewItemUnits {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewItemUnitsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewItemUnitsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewItemUnitsExternalId> for ::std::string::String {
+        fn from(value: NewItemUnitsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewItemUnitsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewItemUnitsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewItemUnitsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewItemUnitsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -10402,7 +11193,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewItemsExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewItemsId,
@@ -10458,6 +11249,60 @@ pub mod types {
     impl NewItems {
         pub fn builder() -> builder::NewItems {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewItemsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewItemsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewItemsExternalId> for ::std::string::String {
+        fn from(value: NewItemsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewItemsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewItemsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewItemsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewItemsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -10517,95 +11362,6 @@ pub mod types {
                 })
         }
     }
-    ///A job to queue.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct NewJob {
-        ///What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
-        pub kind: NewJobKind,
-        ///What to run it on: an entity set (`costCenters` or `CostCenters`) for the `fieldreport.sync`, `.reconcile` and `.post` kinds, a stage (`1`, `2`, `3`) for `fieldreport.setup`, a model (`customer`) for the `erp` kinds. Absent or null: every target of the kind, one after the other.
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub target: ::std::option::Option<::std::string::String>,
-    }
-    impl NewJob {
-        pub fn builder() -> builder::NewJob {
-            Default::default()
-        }
-    }
-    ///What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
-    #[derive(
-        ::serde::Deserialize,
-        ::serde::Serialize,
-        Clone,
-        Copy,
-        Debug,
-        Eq,
-        Hash,
-        Ord,
-        PartialEq,
-        PartialOrd
-    )]
-    pub enum NewJobKind {
-        #[serde(rename = "fieldreport.sync")]
-        FieldreportSync,
-        #[serde(rename = "fieldreport.reconcile")]
-        FieldreportReconcile,
-        #[serde(rename = "fieldreport.setup")]
-        FieldreportSetup,
-        #[serde(rename = "fieldreport.post")]
-        FieldreportPost,
-        #[serde(rename = "erp.setup")]
-        ErpSetup,
-        #[serde(rename = "erp.pull")]
-        ErpPull,
-        #[serde(rename = "erp.reconcile")]
-        ErpReconcile,
-    }
-    impl ::std::fmt::Display for NewJobKind {
-        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-            match *self {
-                Self::FieldreportSync => f.write_str("fieldreport.sync"),
-                Self::FieldreportReconcile => f.write_str("fieldreport.reconcile"),
-                Self::FieldreportSetup => f.write_str("fieldreport.setup"),
-                Self::FieldreportPost => f.write_str("fieldreport.post"),
-                Self::ErpSetup => f.write_str("erp.setup"),
-                Self::ErpPull => f.write_str("erp.pull"),
-                Self::ErpReconcile => f.write_str("erp.reconcile"),
-            }
-        }
-    }
-    impl ::std::str::FromStr for NewJobKind {
-        type Err = self::error::ConversionError;
-        fn from_str(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            match value {
-                "fieldreport.sync" => Ok(Self::FieldreportSync),
-                "fieldreport.reconcile" => Ok(Self::FieldreportReconcile),
-                "fieldreport.setup" => Ok(Self::FieldreportSetup),
-                "fieldreport.post" => Ok(Self::FieldreportPost),
-                "erp.setup" => Ok(Self::ErpSetup),
-                "erp.pull" => Ok(Self::ErpPull),
-                "erp.reconcile" => Ok(Self::ErpReconcile),
-                _ => Err("invalid value".into()),
-            }
-        }
-    }
-    impl ::std::convert::TryFrom<&str> for NewJobKind {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    impl ::std::convert::TryFrom<::std::string::String> for NewJobKind {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: ::std::string::String,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
     ///A new Products record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewProducts {
@@ -10638,7 +11394,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewProductsExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewProductsId,
@@ -10673,6 +11429,60 @@ pub mod types {
     impl NewProducts {
         pub fn builder() -> builder::NewProducts {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewProductsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewProductsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewProductsExternalId> for ::std::string::String {
+        fn from(value: NewProductsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewProductsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewProductsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewProductsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewProductsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -10764,7 +11574,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewQualificationsExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewQualificationsId,
@@ -10784,6 +11594,60 @@ pub mod types {
     impl NewQualifications {
         pub fn builder() -> builder::NewQualifications {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewQualificationsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewQualificationsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewQualificationsExternalId> for ::std::string::String {
+        fn from(value: NewQualificationsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewQualificationsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewQualificationsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewQualificationsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewQualificationsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -10887,7 +11751,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewServiceObjectsExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewServiceObjectsId,
@@ -10961,6 +11825,60 @@ pub mod types {
     impl NewServiceObjects {
         pub fn builder() -> builder::NewServiceObjects {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewServiceObjectsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewServiceObjectsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewServiceObjectsExternalId> for ::std::string::String {
+        fn from(value: NewServiceObjectsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewServiceObjectsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewServiceObjectsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewServiceObjectsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewServiceObjectsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -11100,7 +12018,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewServiceRequestsExternalId>,
         ///Reference of the customer or a connected system, e.g. an order number.
         #[serde(
             rename = "ExternalReference",
@@ -11186,6 +12104,61 @@ pub mod types {
     impl NewServiceRequests {
         pub fn builder() -> builder::NewServiceRequests {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewServiceRequestsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewServiceRequestsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewServiceRequestsExternalId> for ::std::string::String {
+        fn from(value: NewServiceRequestsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewServiceRequestsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewServiceRequestsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for NewServiceRequestsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewServiceRequestsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -11277,7 +12250,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewStepListTemplatesExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewStepListTemplatesId,
@@ -11303,6 +12276,61 @@ pub mod types {
     impl NewStepListTemplates {
         pub fn builder() -> builder::NewStepListTemplates {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewStepListTemplatesExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewStepListTemplatesExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewStepListTemplatesExternalId> for ::std::string::String {
+        fn from(value: NewStepListTemplatesExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewStepListTemplatesExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewStepListTemplatesExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for NewStepListTemplatesExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewStepListTemplatesExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -11362,185 +12390,6 @@ pub mod types {
                 })
         }
     }
-    ///A subscription to be created.
-    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-    pub struct NewSubscription {
-        ///The events of every financing request, not only of those the caller created: for operators only (422 otherwise). Default false.
-        #[serde(default)]
-        pub all_requests: bool,
-        ///A note for people (at most 500 characters).
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub description: ::std::option::Option<NewSubscriptionDescription>,
-        ///The event types to send, at least one (default: every type, i.e. `leasing.state_changed`).
-        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-        pub events: ::std::option::Option<::std::vec::Vec<NewSubscriptionEventsItem>>,
-        ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
-        pub url: NewSubscriptionUrl,
-    }
-    impl NewSubscription {
-        pub fn builder() -> builder::NewSubscription {
-            Default::default()
-        }
-    }
-    ///A note for people (at most 500 characters).
-    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-    #[serde(transparent)]
-    pub struct NewSubscriptionDescription(::std::string::String);
-    impl ::std::ops::Deref for NewSubscriptionDescription {
-        type Target = ::std::string::String;
-        fn deref(&self) -> &::std::string::String {
-            &self.0
-        }
-    }
-    impl ::std::convert::From<NewSubscriptionDescription> for ::std::string::String {
-        fn from(value: NewSubscriptionDescription) -> Self {
-            value.0
-        }
-    }
-    impl ::std::str::FromStr for NewSubscriptionDescription {
-        type Err = self::error::ConversionError;
-        fn from_str(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            if value.chars().count() > 500usize {
-                return Err("longer than 500 characters".into());
-            }
-            Ok(Self(value.to_string()))
-        }
-    }
-    impl ::std::convert::TryFrom<&str> for NewSubscriptionDescription {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    impl ::std::convert::TryFrom<::std::string::String> for NewSubscriptionDescription {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: ::std::string::String,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    impl<'de> ::serde::Deserialize<'de> for NewSubscriptionDescription {
-        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-        where
-            D: ::serde::Deserializer<'de>,
-        {
-            ::std::string::String::deserialize(deserializer)?
-                .parse()
-                .map_err(|e: self::error::ConversionError| {
-                    <D::Error as ::serde::de::Error>::custom(e.to_string())
-                })
-        }
-    }
-    ///An event type: `leasing.state_changed`, a financing request's state changed.
-    #[derive(
-        ::serde::Deserialize,
-        ::serde::Serialize,
-        Clone,
-        Copy,
-        Debug,
-        Eq,
-        Hash,
-        Ord,
-        PartialEq,
-        PartialOrd
-    )]
-    pub enum NewSubscriptionEventsItem {
-        #[serde(rename = "leasing.state_changed")]
-        LeasingStateChanged,
-    }
-    impl ::std::fmt::Display for NewSubscriptionEventsItem {
-        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-            match *self {
-                Self::LeasingStateChanged => f.write_str("leasing.state_changed"),
-            }
-        }
-    }
-    impl ::std::str::FromStr for NewSubscriptionEventsItem {
-        type Err = self::error::ConversionError;
-        fn from_str(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            match value {
-                "leasing.state_changed" => Ok(Self::LeasingStateChanged),
-                _ => Err("invalid value".into()),
-            }
-        }
-    }
-    impl ::std::convert::TryFrom<&str> for NewSubscriptionEventsItem {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    impl ::std::convert::TryFrom<::std::string::String> for NewSubscriptionEventsItem {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: ::std::string::String,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
-    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
-    #[serde(transparent)]
-    pub struct NewSubscriptionUrl(::std::string::String);
-    impl ::std::ops::Deref for NewSubscriptionUrl {
-        type Target = ::std::string::String;
-        fn deref(&self) -> &::std::string::String {
-            &self.0
-        }
-    }
-    impl ::std::convert::From<NewSubscriptionUrl> for ::std::string::String {
-        fn from(value: NewSubscriptionUrl) -> Self {
-            value.0
-        }
-    }
-    impl ::std::str::FromStr for NewSubscriptionUrl {
-        type Err = self::error::ConversionError;
-        fn from_str(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            if value.chars().count() > 2048usize {
-                return Err("longer than 2048 characters".into());
-            }
-            Ok(Self(value.to_string()))
-        }
-    }
-    impl ::std::convert::TryFrom<&str> for NewSubscriptionUrl {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: &str,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    impl ::std::convert::TryFrom<::std::string::String> for NewSubscriptionUrl {
-        type Error = self::error::ConversionError;
-        fn try_from(
-            value: ::std::string::String,
-        ) -> ::std::result::Result<Self, self::error::ConversionError> {
-            value.parse()
-        }
-    }
-    impl<'de> ::serde::Deserialize<'de> for NewSubscriptionUrl {
-        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
-        where
-            D: ::serde::Deserializer<'de>,
-        {
-            ::std::string::String::deserialize(deserializer)?
-                .parse()
-                .map_err(|e: self::error::ConversionError| {
-                    <D::Error as ::serde::de::Error>::custom(e.to_string())
-                })
-        }
-    }
     ///A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's.
     #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
     pub struct NewTags {
@@ -11573,7 +12422,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewTagsExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewTagsId,
@@ -11587,6 +12436,60 @@ pub mod types {
     impl NewTags {
         pub fn builder() -> builder::NewTags {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewTagsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewTagsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewTagsExternalId> for ::std::string::String {
+        fn from(value: NewTagsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewTagsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewTagsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewTagsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewTagsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -11690,7 +12593,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewTimeEventsExternalId>,
         ///The record's Id.
         #[serde(rename = "Id")]
         pub id: NewTimeEventsId,
@@ -11728,6 +12631,60 @@ pub mod types {
     impl NewTimeEvents {
         pub fn builder() -> builder::NewTimeEvents {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewTimeEventsExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewTimeEventsExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewTimeEventsExternalId> for ::std::string::String {
+        fn from(value: NewTimeEventsExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewTimeEventsExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewTimeEventsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewTimeEventsExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewTimeEventsExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -11825,7 +12782,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<NewUsersExternalId>,
         ///First name.
         #[serde(
             rename = "FirstName",
@@ -11881,6 +12838,60 @@ pub mod types {
     impl NewUsers {
         pub fn builder() -> builder::NewUsers {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct NewUsersExternalId(::std::string::String);
+    impl ::std::ops::Deref for NewUsersExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<NewUsersExternalId> for ::std::string::String {
+        fn from(value: NewUsersExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for NewUsersExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for NewUsersExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for NewUsersExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for NewUsersExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -12195,7 +13206,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<ProductsUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<ProductsUpdateId>,
@@ -12233,6 +13244,60 @@ pub mod types {
     impl ProductsUpdate {
         pub fn builder() -> builder::ProductsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ProductsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for ProductsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ProductsUpdateExternalId> for ::std::string::String {
+        fn from(value: ProductsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ProductsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ProductsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for ProductsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ProductsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -12607,7 +13672,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<QualificationsUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<QualificationsUpdateId>,
@@ -12630,6 +13695,61 @@ pub mod types {
     impl QualificationsUpdate {
         pub fn builder() -> builder::QualificationsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct QualificationsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for QualificationsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<QualificationsUpdateExternalId> for ::std::string::String {
+        fn from(value: QualificationsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for QualificationsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for QualificationsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for QualificationsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for QualificationsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -13167,7 +14287,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<ServiceObjectsUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<ServiceObjectsUpdateId>,
@@ -13244,6 +14364,61 @@ pub mod types {
     impl ServiceObjectsUpdate {
         pub fn builder() -> builder::ServiceObjectsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ServiceObjectsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for ServiceObjectsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ServiceObjectsUpdateExternalId> for ::std::string::String {
+        fn from(value: ServiceObjectsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ServiceObjectsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ServiceObjectsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for ServiceObjectsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ServiceObjectsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -13615,7 +14790,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<ServiceRequestsUpdateExternalId>,
         ///Reference of the customer or a connected system, e.g. an order number.
         #[serde(
             rename = "ExternalReference",
@@ -13704,6 +14879,62 @@ pub mod types {
     impl ServiceRequestsUpdate {
         pub fn builder() -> builder::ServiceRequestsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct ServiceRequestsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for ServiceRequestsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<ServiceRequestsUpdateExternalId>
+    for ::std::string::String {
+        fn from(value: ServiceRequestsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for ServiceRequestsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for ServiceRequestsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for ServiceRequestsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for ServiceRequestsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -14158,7 +15389,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<StepListTemplatesUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<StepListTemplatesUpdateId>,
@@ -14187,6 +15418,62 @@ pub mod types {
     impl StepListTemplatesUpdate {
         pub fn builder() -> builder::StepListTemplatesUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct StepListTemplatesUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for StepListTemplatesUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<StepListTemplatesUpdateExternalId>
+    for ::std::string::String {
+        fn from(value: StepListTemplatesUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for StepListTemplatesUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for StepListTemplatesUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for StepListTemplatesUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for StepListTemplatesUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -14374,6 +15661,187 @@ pub mod types {
     impl Subscription {
         pub fn builder() -> builder::Subscription {
             Default::default()
+        }
+    }
+    ///A subscription to be created.
+    #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+    pub struct SubscriptionCreate {
+        ///The events of every financing request, not only of those the caller created: for operators only (422 otherwise). Default false.
+        #[serde(default)]
+        pub all_requests: bool,
+        ///A note for people (at most 500 characters).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub description: ::std::option::Option<SubscriptionCreateDescription>,
+        ///The event types to send, at least one (default: every type, i.e. `leasing.state_changed`).
+        #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+        pub events: ::std::option::Option<::std::vec::Vec<SubscriptionCreateEventsItem>>,
+        ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
+        pub url: SubscriptionCreateUrl,
+    }
+    impl SubscriptionCreate {
+        pub fn builder() -> builder::SubscriptionCreate {
+            Default::default()
+        }
+    }
+    ///A note for people (at most 500 characters).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct SubscriptionCreateDescription(::std::string::String);
+    impl ::std::ops::Deref for SubscriptionCreateDescription {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<SubscriptionCreateDescription> for ::std::string::String {
+        fn from(value: SubscriptionCreateDescription) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for SubscriptionCreateDescription {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 500usize {
+                return Err("longer than 500 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for SubscriptionCreateDescription {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for SubscriptionCreateDescription {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for SubscriptionCreateDescription {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
+        }
+    }
+    ///An event type: `leasing.state_changed`, a financing request's state changed.
+    #[derive(
+        ::serde::Deserialize,
+        ::serde::Serialize,
+        Clone,
+        Copy,
+        Debug,
+        Eq,
+        Hash,
+        Ord,
+        PartialEq,
+        PartialOrd
+    )]
+    pub enum SubscriptionCreateEventsItem {
+        #[serde(rename = "leasing.state_changed")]
+        LeasingStateChanged,
+    }
+    impl ::std::fmt::Display for SubscriptionCreateEventsItem {
+        fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+            match *self {
+                Self::LeasingStateChanged => f.write_str("leasing.state_changed"),
+            }
+        }
+    }
+    impl ::std::str::FromStr for SubscriptionCreateEventsItem {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            match value {
+                "leasing.state_changed" => Ok(Self::LeasingStateChanged),
+                _ => Err("invalid value".into()),
+            }
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for SubscriptionCreateEventsItem {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String>
+    for SubscriptionCreateEventsItem {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    ///Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters.
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct SubscriptionCreateUrl(::std::string::String);
+    impl ::std::ops::Deref for SubscriptionCreateUrl {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<SubscriptionCreateUrl> for ::std::string::String {
+        fn from(value: SubscriptionCreateUrl) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for SubscriptionCreateUrl {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 2048usize {
+                return Err("longer than 2048 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for SubscriptionCreateUrl {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for SubscriptionCreateUrl {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for SubscriptionCreateUrl {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///A page of the caller's subscriptions, oldest first. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while subscriptions follow this page, and neither on the last page.
@@ -14712,7 +16180,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<TagsUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<TagsUpdateId>,
@@ -14729,6 +16197,60 @@ pub mod types {
     impl TagsUpdate {
         pub fn builder() -> builder::TagsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct TagsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for TagsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<TagsUpdateExternalId> for ::std::string::String {
+        fn from(value: TagsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for TagsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for TagsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for TagsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for TagsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -15037,7 +16559,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<TimeEventsUpdateExternalId>,
         ///The record's Id.
         #[serde(rename = "Id", skip_serializing_if = "::std::option::Option::is_none")]
         pub id: ::std::option::Option<TimeEventsUpdateId>,
@@ -15078,6 +16600,60 @@ pub mod types {
     impl TimeEventsUpdate {
         pub fn builder() -> builder::TimeEventsUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct TimeEventsUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for TimeEventsUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<TimeEventsUpdateExternalId> for ::std::string::String {
+        fn from(value: TimeEventsUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for TimeEventsUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for TimeEventsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for TimeEventsUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for TimeEventsUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -15427,7 +17003,7 @@ pub mod types {
             rename = "ExternalId",
             skip_serializing_if = "::std::option::Option::is_none"
         )]
-        pub external_id: ::std::option::Option<::std::string::String>,
+        pub external_id: ::std::option::Option<UsersUpdateExternalId>,
         ///First name.
         #[serde(
             rename = "FirstName",
@@ -15486,6 +17062,60 @@ pub mod types {
     impl UsersUpdate {
         pub fn builder() -> builder::UsersUpdate {
             Default::default()
+        }
+    }
+    ///Identifier of the record in a connected system (e.g. the ERP).
+    #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+    #[serde(transparent)]
+    pub struct UsersUpdateExternalId(::std::string::String);
+    impl ::std::ops::Deref for UsersUpdateExternalId {
+        type Target = ::std::string::String;
+        fn deref(&self) -> &::std::string::String {
+            &self.0
+        }
+    }
+    impl ::std::convert::From<UsersUpdateExternalId> for ::std::string::String {
+        fn from(value: UsersUpdateExternalId) -> Self {
+            value.0
+        }
+    }
+    impl ::std::str::FromStr for UsersUpdateExternalId {
+        type Err = self::error::ConversionError;
+        fn from_str(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 255usize {
+                return Err("longer than 255 characters".into());
+            }
+            Ok(Self(value.to_string()))
+        }
+    }
+    impl ::std::convert::TryFrom<&str> for UsersUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: &str,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl ::std::convert::TryFrom<::std::string::String> for UsersUpdateExternalId {
+        type Error = self::error::ConversionError;
+        fn try_from(
+            value: ::std::string::String,
+        ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            value.parse()
+        }
+    }
+    impl<'de> ::serde::Deserialize<'de> for UsersUpdateExternalId {
+        fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+        where
+            D: ::serde::Deserializer<'de>,
+        {
+            ::std::string::String::deserialize(deserializer)?
+                .parse()
+                .map_err(|e: self::error::ConversionError| {
+                    <D::Error as ::serde::de::Error>::custom(e.to_string())
+                })
         }
     }
     ///The record's Id.
@@ -17494,7 +19124,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::CompaniesUpdateExternalId>,
                 ::std::string::String,
             >,
             fax: ::std::result::Result<
@@ -17709,7 +19339,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::CompaniesUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -19438,7 +21070,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::ContactsUpdateExternalId>,
                 ::std::string::String,
             >,
             fax: ::std::result::Result<
@@ -19589,7 +21221,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ContactsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -20479,7 +22113,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::CostCentersUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -20559,7 +22193,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::CostCentersUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -21760,7 +23396,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::DocumentsUpdateExternalId>,
                 ::std::string::String,
             >,
             file_name: ::std::result::Result<
@@ -21899,7 +23535,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::DocumentsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -26306,7 +27944,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::ItemTypesUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -26432,7 +28070,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ItemTypesUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -27142,7 +28782,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::ItemUnitsUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -27232,7 +28872,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ItemUnitsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -27664,7 +29306,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::ItemsUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -27769,7 +29411,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ItemsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -28287,6 +29931,67 @@ pub mod types {
                     scheduled: Ok(value.scheduled),
                     started_at: Ok(value.started_at),
                     status: Ok(value.status),
+                    target: Ok(value.target),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct JobCreate {
+            kind: ::std::result::Result<super::JobCreateKind, ::std::string::String>,
+            target: ::std::result::Result<
+                ::std::option::Option<::std::string::String>,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for JobCreate {
+            fn default() -> Self {
+                Self {
+                    kind: Err("no value supplied for kind".to_string()),
+                    target: Ok(Default::default()),
+                }
+            }
+        }
+        impl JobCreate {
+            pub fn kind<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::JobCreateKind>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.kind = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for kind: {e}")
+                    });
+                self
+            }
+            pub fn target<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.target = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for target: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<JobCreate> for super::JobCreate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: JobCreate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    kind: value.kind?,
+                    target: value.target?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::JobCreate> for JobCreate {
+            fn from(value: super::JobCreate) -> Self {
+                Self {
+                    kind: Ok(value.kind),
                     target: Ok(value.target),
                 }
             }
@@ -30223,7 +31928,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewCompaniesExternalId>,
                 ::std::string::String,
             >,
             fax: ::std::result::Result<
@@ -30432,7 +32137,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewCompaniesExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -30787,7 +32494,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewContactsExternalId>,
                 ::std::string::String,
             >,
             fax: ::std::result::Result<
@@ -30932,7 +32639,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewContactsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -31179,7 +32888,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewCostCentersExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<super::NewCostCentersId, ::std::string::String>,
@@ -31253,7 +32962,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewCostCentersExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -31382,7 +33093,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewDocumentsExternalId>,
                 ::std::string::String,
             >,
             file_name: ::std::result::Result<
@@ -31515,7 +33226,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewDocumentsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -31706,7 +33419,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewItemTypesExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<super::NewItemTypesId, ::std::string::String>,
@@ -31826,7 +33539,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewItemTypesExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -32009,7 +33724,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewItemUnitsExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<super::NewItemUnitsId, ::std::string::String>,
@@ -32093,7 +33808,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewItemUnitsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -32198,7 +33915,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewItemsExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<super::NewItemsId, ::std::string::String>,
@@ -32297,7 +34014,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewItemsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -32472,67 +34191,6 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct NewJob {
-            kind: ::std::result::Result<super::NewJobKind, ::std::string::String>,
-            target: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
-                ::std::string::String,
-            >,
-        }
-        impl ::std::default::Default for NewJob {
-            fn default() -> Self {
-                Self {
-                    kind: Err("no value supplied for kind".to_string()),
-                    target: Ok(Default::default()),
-                }
-            }
-        }
-        impl NewJob {
-            pub fn kind<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::NewJobKind>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.kind = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for kind: {e}")
-                    });
-                self
-            }
-            pub fn target<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.target = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for target: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<NewJob> for super::NewJob {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: NewJob,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    kind: value.kind?,
-                    target: value.target?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::NewJob> for NewJob {
-            fn from(value: super::NewJob) -> Self {
-                Self {
-                    kind: Ok(value.kind),
-                    target: Ok(value.target),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct NewProducts {
             category: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
@@ -32551,7 +34209,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewProductsExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<super::NewProductsId, ::std::string::String>,
@@ -32648,7 +34306,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewProductsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -32799,7 +34459,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewQualificationsExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<super::NewQualificationsId, ::std::string::String>,
@@ -32881,7 +34541,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewQualificationsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -33000,7 +34662,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewServiceObjectsExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<super::NewServiceObjectsId, ::std::string::String>,
@@ -33160,7 +34822,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewServiceObjectsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -33455,7 +35119,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewServiceRequestsExternalId>,
                 ::std::string::String,
             >,
             external_reference: ::std::result::Result<
@@ -33716,7 +35380,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewServiceRequestsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -34031,7 +35697,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewStepListTemplatesExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -34121,7 +35787,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewStepListTemplatesExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -34227,108 +35895,6 @@ pub mod types {
             }
         }
         #[derive(Clone, Debug)]
-        pub struct NewSubscription {
-            all_requests: ::std::result::Result<bool, ::std::string::String>,
-            description: ::std::result::Result<
-                ::std::option::Option<super::NewSubscriptionDescription>,
-                ::std::string::String,
-            >,
-            events: ::std::result::Result<
-                ::std::option::Option<::std::vec::Vec<super::NewSubscriptionEventsItem>>,
-                ::std::string::String,
-            >,
-            url: ::std::result::Result<super::NewSubscriptionUrl, ::std::string::String>,
-        }
-        impl ::std::default::Default for NewSubscription {
-            fn default() -> Self {
-                Self {
-                    all_requests: Ok(Default::default()),
-                    description: Ok(Default::default()),
-                    events: Ok(Default::default()),
-                    url: Err("no value supplied for url".to_string()),
-                }
-            }
-        }
-        impl NewSubscription {
-            pub fn all_requests<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<bool>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.all_requests = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for all_requests: {e}")
-                    });
-                self
-            }
-            pub fn description<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<super::NewSubscriptionDescription>,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.description = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for description: {e}")
-                    });
-                self
-            }
-            pub fn events<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<
-                    ::std::option::Option<
-                        ::std::vec::Vec<super::NewSubscriptionEventsItem>,
-                    >,
-                >,
-                T::Error: ::std::fmt::Display,
-            {
-                self.events = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for events: {e}")
-                    });
-                self
-            }
-            pub fn url<T>(mut self, value: T) -> Self
-            where
-                T: ::std::convert::TryInto<super::NewSubscriptionUrl>,
-                T::Error: ::std::fmt::Display,
-            {
-                self.url = value
-                    .try_into()
-                    .map_err(|e| {
-                        format!("error converting supplied value for url: {e}")
-                    });
-                self
-            }
-        }
-        impl ::std::convert::TryFrom<NewSubscription> for super::NewSubscription {
-            type Error = super::error::ConversionError;
-            fn try_from(
-                value: NewSubscription,
-            ) -> ::std::result::Result<Self, super::error::ConversionError> {
-                Ok(Self {
-                    all_requests: value.all_requests?,
-                    description: value.description?,
-                    events: value.events?,
-                    url: value.url?,
-                })
-            }
-        }
-        impl ::std::convert::From<super::NewSubscription> for NewSubscription {
-            fn from(value: super::NewSubscription) -> Self {
-                Self {
-                    all_requests: Ok(value.all_requests),
-                    description: Ok(value.description),
-                    events: Ok(value.events),
-                    url: Ok(value.url),
-                }
-            }
-        }
-        #[derive(Clone, Debug)]
         pub struct NewTags {
             color: ::std::result::Result<
                 ::std::option::Option<::std::string::String>,
@@ -34347,7 +35913,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewTagsExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<super::NewTagsId, ::std::string::String>,
@@ -34424,7 +35990,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewTagsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -34527,7 +36095,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewTimeEventsExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<super::NewTimeEventsId, ::std::string::String>,
@@ -34654,7 +36222,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewTimeEventsExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -34817,7 +36387,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::NewUsersExternalId>,
                 ::std::string::String,
             >,
             first_name: ::std::result::Result<
@@ -34944,7 +36514,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::NewUsersExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -36179,7 +37751,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::ProductsUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -36282,7 +37854,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ProductsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -37451,7 +39025,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::QualificationsUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -37539,7 +39113,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::QualificationsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -39126,7 +40702,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::ServiceObjectsUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -39292,7 +40868,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ServiceObjectsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -40534,7 +42112,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::ServiceRequestsUpdateExternalId>,
                 ::std::string::String,
             >,
             external_reference: ::std::result::Result<
@@ -40798,7 +42376,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::ServiceRequestsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -42450,7 +44030,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::StepListTemplatesUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -42543,7 +44123,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::StepListTemplatesUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -43225,6 +44807,113 @@ pub mod types {
                     id: Ok(value.id),
                     previous_secret_expires_at: Ok(value.previous_secret_expires_at),
                     status: Ok(value.status),
+                    url: Ok(value.url),
+                }
+            }
+        }
+        #[derive(Clone, Debug)]
+        pub struct SubscriptionCreate {
+            all_requests: ::std::result::Result<bool, ::std::string::String>,
+            description: ::std::result::Result<
+                ::std::option::Option<super::SubscriptionCreateDescription>,
+                ::std::string::String,
+            >,
+            events: ::std::result::Result<
+                ::std::option::Option<
+                    ::std::vec::Vec<super::SubscriptionCreateEventsItem>,
+                >,
+                ::std::string::String,
+            >,
+            url: ::std::result::Result<
+                super::SubscriptionCreateUrl,
+                ::std::string::String,
+            >,
+        }
+        impl ::std::default::Default for SubscriptionCreate {
+            fn default() -> Self {
+                Self {
+                    all_requests: Ok(Default::default()),
+                    description: Ok(Default::default()),
+                    events: Ok(Default::default()),
+                    url: Err("no value supplied for url".to_string()),
+                }
+            }
+        }
+        impl SubscriptionCreate {
+            pub fn all_requests<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<bool>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.all_requests = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for all_requests: {e}")
+                    });
+                self
+            }
+            pub fn description<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::SubscriptionCreateDescription>,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.description = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for description: {e}")
+                    });
+                self
+            }
+            pub fn events<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<
+                        ::std::vec::Vec<super::SubscriptionCreateEventsItem>,
+                    >,
+                >,
+                T::Error: ::std::fmt::Display,
+            {
+                self.events = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for events: {e}")
+                    });
+                self
+            }
+            pub fn url<T>(mut self, value: T) -> Self
+            where
+                T: ::std::convert::TryInto<super::SubscriptionCreateUrl>,
+                T::Error: ::std::fmt::Display,
+            {
+                self.url = value
+                    .try_into()
+                    .map_err(|e| {
+                        format!("error converting supplied value for url: {e}")
+                    });
+                self
+            }
+        }
+        impl ::std::convert::TryFrom<SubscriptionCreate> for super::SubscriptionCreate {
+            type Error = super::error::ConversionError;
+            fn try_from(
+                value: SubscriptionCreate,
+            ) -> ::std::result::Result<Self, super::error::ConversionError> {
+                Ok(Self {
+                    all_requests: value.all_requests?,
+                    description: value.description?,
+                    events: value.events?,
+                    url: value.url?,
+                })
+            }
+        }
+        impl ::std::convert::From<super::SubscriptionCreate> for SubscriptionCreate {
+            fn from(value: super::SubscriptionCreate) -> Self {
+                Self {
+                    all_requests: Ok(value.all_requests),
+                    description: Ok(value.description),
+                    events: Ok(value.events),
                     url: Ok(value.url),
                 }
             }
@@ -44296,7 +45985,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::TagsUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -44379,7 +46068,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::TagsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -45356,7 +47047,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::TimeEventsUpdateExternalId>,
                 ::std::string::String,
             >,
             id: ::std::result::Result<
@@ -45489,7 +47180,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::TimeEventsUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -46463,7 +48156,7 @@ pub mod types {
                 ::std::string::String,
             >,
             external_id: ::std::result::Result<
-                ::std::option::Option<::std::string::String>,
+                ::std::option::Option<super::UsersUpdateExternalId>,
                 ::std::string::String,
             >,
             first_name: ::std::result::Result<
@@ -46596,7 +48289,9 @@ pub mod types {
             }
             pub fn external_id<T>(mut self, value: T) -> Self
             where
-                T: ::std::convert::TryInto<::std::option::Option<::std::string::String>>,
+                T: ::std::convert::TryInto<
+                    ::std::option::Option<super::UsersUpdateExternalId>,
+                >,
                 T::Error: ::std::fmt::Display,
             {
                 self.external_id = value
@@ -79197,7 +80892,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct JobsCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::NewJob, String>,
+        body: Result<types::builder::JobCreate, String>,
     }
     impl<'a> JobsCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -79208,18 +80903,20 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::NewJob>,
-            <V as std::convert::TryInto<types::NewJob>>::Error: std::fmt::Display,
+            V: std::convert::TryInto<types::JobCreate>,
+            <V as std::convert::TryInto<types::JobCreate>>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
-                .map_err(|s| format!("conversion to `NewJob` for body failed: {}", s));
+                .map_err(|s| {
+                    format!("conversion to `JobCreate` for body failed: {}", s)
+                });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
-            F: std::ops::FnOnce(types::builder::NewJob) -> types::builder::NewJob,
+            F: std::ops::FnOnce(types::builder::JobCreate) -> types::builder::JobCreate,
         {
             self.body = self.body.map(f);
             self
@@ -79230,7 +80927,7 @@ pub mod builder {
         ) -> Result<ResponseValue<types::Job>, Error<types::ApiError>> {
             let Self { client, body } = self;
             let body = body
-                .and_then(|v| types::NewJob::try_from(v).map_err(|e| e.to_string()))
+                .and_then(|v| types::JobCreate::try_from(v).map_err(|e| e.to_string()))
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/jobs", client.baseurl,);
             let mut header_map = ::reqwest::header::HeaderMap::with_capacity(1usize);
@@ -81268,7 +82965,7 @@ pub mod builder {
     #[derive(Debug, Clone)]
     pub struct LeasingSubscriptionCreate<'a> {
         client: &'a super::Client,
-        body: Result<types::builder::NewSubscription, String>,
+        body: Result<types::builder::SubscriptionCreate, String>,
     }
     impl<'a> LeasingSubscriptionCreate<'a> {
         pub fn new(client: &'a super::Client) -> Self {
@@ -81279,24 +82976,24 @@ pub mod builder {
         }
         pub fn body<V>(mut self, value: V) -> Self
         where
-            V: std::convert::TryInto<types::NewSubscription>,
+            V: std::convert::TryInto<types::SubscriptionCreate>,
             <V as std::convert::TryInto<
-                types::NewSubscription,
+                types::SubscriptionCreate,
             >>::Error: std::fmt::Display,
         {
             self.body = value
                 .try_into()
                 .map(From::from)
                 .map_err(|s| {
-                    format!("conversion to `NewSubscription` for body failed: {}", s)
+                    format!("conversion to `SubscriptionCreate` for body failed: {}", s)
                 });
             self
         }
         pub fn body_map<F>(mut self, f: F) -> Self
         where
             F: std::ops::FnOnce(
-                types::builder::NewSubscription,
-            ) -> types::builder::NewSubscription,
+                types::builder::SubscriptionCreate,
+            ) -> types::builder::SubscriptionCreate,
         {
             self.body = self.body.map(f);
             self
@@ -81311,7 +83008,7 @@ pub mod builder {
             let Self { client, body } = self;
             let body = body
                 .and_then(|v| {
-                    types::NewSubscription::try_from(v).map_err(|e| e.to_string())
+                    types::SubscriptionCreate::try_from(v).map_err(|e| e.to_string())
                 })
                 .map_err(Error::InvalidRequest)?;
             let url = format!("{}/api/v1/leasing/subscriptions", client.baseurl,);

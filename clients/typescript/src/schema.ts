@@ -4649,6 +4649,25 @@ export interface components {
             target?: string | null;
         };
         /**
+         * @description A job to queue.
+         * @example {
+         *       "kind": "fieldreport.sync",
+         *       "target": "companies"
+         *     }
+         */
+        JobCreate: {
+            /**
+             * @description What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
+             * @enum {string}
+             */
+            kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull" | "erp.reconcile";
+            /**
+             * @description What to run it on: an entity set (`costCenters` or `CostCenters`) for the `fieldreport.sync`, `.reconcile` and `.post` kinds, a stage (`1`, `2`, `3`) for `fieldreport.setup`, a model (`customer`) for the `erp` kinds. Absent or null: every target of the kind, one after the other.
+             * @default null
+             */
+            target?: string | null;
+        };
+        /**
          * @description One page of the history, newest first. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while older jobs follow this page, and neither on the last page.
          * @example {
          *       "data": [
@@ -5172,25 +5191,6 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /**
-         * @description A job to queue.
-         * @example {
-         *       "kind": "fieldreport.sync",
-         *       "target": "companies"
-         *     }
-         */
-        NewJob: {
-            /**
-             * @description What to run: `fieldreport.sync`, `fieldreport.reconcile` (a sync, then removing the local records the field-report system no longer has), `fieldreport.setup`, `fieldreport.post` (push the writes made without forwarding, every type), `erp.setup` (a full pull) or `erp.pull` (an incremental pull).
-             * @enum {string}
-             */
-            kind: "fieldreport.sync" | "fieldreport.reconcile" | "fieldreport.setup" | "fieldreport.post" | "erp.setup" | "erp.pull" | "erp.reconcile";
-            /**
-             * @description What to run it on: an entity set (`costCenters` or `CostCenters`) for the `fieldreport.sync`, `.reconcile` and `.post` kinds, a stage (`1`, `2`, `3`) for `fieldreport.setup`, a model (`customer`) for the `erp` kinds. Absent or null: every target of the kind, one after the other.
-             * @default null
-             */
-            target?: string | null;
-        };
         /** @description A new Products record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
         NewProducts: {
             /** @description Product category. */
@@ -5398,35 +5398,6 @@ export interface components {
             Version: number;
         } & {
             [key: string]: unknown;
-        };
-        /**
-         * @description A subscription to be created.
-         * @example {
-         *       "description": "shop backend",
-         *       "events": [
-         *         "leasing.state_changed"
-         *       ],
-         *       "url": "https://shop.example/hooks/leasing"
-         *     }
-         */
-        NewSubscription: {
-            /**
-             * @description The events of every financing request, not only of those the caller created: for operators only (422 otherwise). Default false.
-             * @default false
-             */
-            all_requests?: boolean;
-            /**
-             * @description A note for people (at most 500 characters).
-             * @default null
-             */
-            description?: string | null;
-            /**
-             * @description The event types to send, at least one (default: every type, i.e. `leasing.state_changed`).
-             * @default null
-             */
-            events?: "leasing.state_changed"[] | null;
-            /** @description Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters. */
-            url: string;
         };
         /** @description A new Tags record: `Id` (a string of 1 to 255 characters) and `Version` (an integer) are required; every other field is the set's. */
         NewTags: {
@@ -6497,6 +6468,35 @@ export interface components {
              * @enum {string}
              */
             status: "active" | "disabled";
+            url: string;
+        };
+        /**
+         * @description A subscription to be created.
+         * @example {
+         *       "description": "shop backend",
+         *       "events": [
+         *         "leasing.state_changed"
+         *       ],
+         *       "url": "https://shop.example/hooks/leasing"
+         *     }
+         */
+        SubscriptionCreate: {
+            /**
+             * @description The events of every financing request, not only of those the caller created: for operators only (422 otherwise). Default false.
+             * @default false
+             */
+            all_requests?: boolean;
+            /**
+             * @description A note for people (at most 500 characters).
+             * @default null
+             */
+            description?: string | null;
+            /**
+             * @description The event types to send, at least one (default: every type, i.e. `leasing.state_changed`).
+             * @default null
+             */
+            events?: "leasing.state_changed"[] | null;
+            /** @description Where the events are posted: `https`, and a public address (loopback, private, link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`). Redirects are not followed. At most 2,048 characters. */
             url: string;
         };
         /** @description A page of the caller's subscriptions, oldest first. Read by position (`page`, `per_page`) it has `meta`, with the count; read by key (`after`, `limit`) it has `next_cursor` and `next` while subscriptions follow this page, and neither on the last page. */
@@ -17279,7 +17279,7 @@ export interface operations {
                  *       "target": "companies"
                  *     }
                  */
-                "application/json": components["schemas"]["NewJob"];
+                "application/json": components["schemas"]["JobCreate"];
             };
         };
         responses: {
@@ -18375,7 +18375,7 @@ export interface operations {
                  *       "url": "https://shop.example/hooks/leasing"
                  *     }
                  */
-                "application/json": components["schemas"]["NewSubscription"];
+                "application/json": components["schemas"]["SubscriptionCreate"];
             };
         };
         responses: {

@@ -162,6 +162,10 @@ fn with_identity<E: MirroredEntity>(generator: &mut SchemaGenerator, description
         ),
     ];
     let object = schema.object.get_or_insert_with(Default::default);
+    // The service refuses a longer `ExternalId` text (422): it is indexed like the `Id`.
+    if let Some(Schema::Object(external_id)) = object.properties.get_mut("ExternalId") {
+        external_id.string().max_length = Some(crate::fieldreport::service::MAX_ID_LEN as u32);
+    }
     for (name, property) in identity {
         object.properties.insert(name.to_string(), property);
         if required {

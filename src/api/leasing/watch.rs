@@ -28,8 +28,8 @@ pub(super) fn time(ms: i64) -> String {
 
 /// A subscription to be created.
 #[derive(Deserialize, JsonSchema)]
-#[schemars(example = "NewSubscription::example")]
-pub struct NewSubscription {
+#[schemars(example = "SubscriptionCreate::example")]
+pub struct SubscriptionCreate {
     /// Where the events are posted: `https`, and a public address (loopback, private,
     /// link-local and unique-local addresses, and `http`, only with `CALLBACK_ALLOW_PRIVATE`).
     /// Redirects are not followed. At most 2,048 characters.
@@ -59,7 +59,7 @@ fn event_types_schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::sch
     .expect("a valid schema")
 }
 
-impl NewSubscription {
+impl SubscriptionCreate {
     fn example() -> Value {
         json!({"url": "https://shop.example/hooks/leasing", "description": "shop backend", "events": ["leasing.state_changed"]})
     }
@@ -253,7 +253,7 @@ pub(super) async fn authorize(
 pub async fn leasing_subscription_create(
     rqctx: RequestContext<ApiContext>,
     token: BearerToken<needs::Leasing>,
-    body: TypedBody<NewSubscription>,
+    body: TypedBody<SubscriptionCreate>,
 ) -> Result<HttpResponseCreated<SubscriptionWithSecret>, ApiError> {
     let viewer = authorize(&rqctx, &token).await?;
     let body = body.into_inner();

@@ -242,6 +242,24 @@ fn the_document_is_plain_to_generators() {
     assert!(doc["servers"][0]["url"].is_string());
 }
 
+/// openapi-generator's `go` writes, for every model `X`, the constructors `NewX` and
+/// `NewXWithDefaults` and the type `NullableX`: a schema of one of those names (`NewJob`
+/// beside `Job`) is declared twice in the Go package, which then does not compile.
+#[test]
+fn no_schema_is_named_as_a_go_helper_of_another() {
+    let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let mut clashes = Vec::new();
+    for name in schemas.keys() {
+        for helper in [format!("New{name}"), format!("New{name}WithDefaults"), format!("Nullable{name}")] {
+            if schemas.contains_key(&helper) {
+                clashes.push(format!("{helper} (beside {name})"));
+            }
+        }
+    }
+    assert!(clashes.is_empty(), "schemas named as openapi-generator's Go helpers of another: {clashes:?}");
+}
+
 /// Each event type a subscription can receive has a schema of its own (its `type` allows
 /// that event's name only) and is posted as a callback of the subscription's create.
 #[test]
@@ -262,7 +280,8 @@ fn each_event_type_is_a_callback_of_the_subscription() {
 }
 
 /// A record read and a record written have one identity: the `Id` and `Version` of each
-/// set's record schema (the answers of its list and show) are those of its update body.
+/// set's record schema (the answers of its list and show) are those of its update body. The
+/// write bodies state the `ExternalId` length the service checks (422 beyond).
 #[test]
 fn records_read_and_written_have_one_identity() {
     let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
@@ -280,6 +299,10 @@ fn records_read_and_written_have_one_identity() {
             assert_eq!(kind(read), kind(written), "{}: {field} read {read} and written {written}", entity.set);
         }
         assert_eq!(read["properties"]["Id"]["type"], "string", "{}", entity.set);
+        for body in [update, &schemas[format!("New{}", entity.set)]] {
+            let max = &body["properties"]["ExternalId"]["maxLength"];
+            assert_eq!(max, crate::fieldreport::service::MAX_ID_LEN, "{}: ExternalId", entity.set);
+        }
     }
 }
 

@@ -36,11 +36,11 @@ from integration_service_client.api.leasing import (
 from integration_service_client.models import (
     CompaniesUpdate,
     FinancingRequestPayload,
+    JobCreate,
+    JobCreateKind,
     LoginRequest,
     NewCompanies,
-    NewJob,
-    NewJobKind,
-    NewSubscription,
+    SubscriptionCreate,
     WebhookPayload,
 )
 
@@ -163,7 +163,7 @@ def main(base, email, password, more):
         clear_faults(leasing)
 
     # Subscriptions over the limit (LEASING_SUBSCRIPTIONS_PER_USER=1).
-    hook = NewSubscription(url="http://127.0.0.1:9/leasing-events")
+    hook = SubscriptionCreate(url="http://127.0.0.1:9/leasing-events")
     first = leasing_subscription_create.sync_detailed(client=client, body=hook)
     assert first.status_code == 201, first.content
     check(409, "too_many_subscriptions", "leasing_subscription_create",
@@ -187,16 +187,16 @@ def main(base, email, password, more):
           lambda: leasing_create.sync_detailed(client=other, body=leasing_request("Rated GmbH")))
 
     # Jobs: someone else's, an ended one, too many (JOBS_PER_MINUTE_PER_USER=2).
-    job = jobs_create.sync_detailed(client=client, body=NewJob(kind=NewJobKind.FIELDREPORT_SYNC, target="tags"))
+    job = jobs_create.sync_detailed(client=client, body=JobCreate(kind=JobCreateKind.FIELDREPORT_SYNC, target="tags"))
     assert job.status_code == 202, job.content
     job_id = job.parsed.id
     check(403, "not_job_owner", "jobs_cancel", lambda: jobs_cancel.sync_detailed(job_id, client=other))
     while jobs_show.sync_detailed(job_id, client=client).parsed.status.value in ("queued", "running"):
         time.sleep(0.05)
     check(409, "job_ended", "jobs_cancel", lambda: jobs_cancel.sync_detailed(job_id, client=client))
-    jobs_create.sync_detailed(client=client, body=NewJob(kind=NewJobKind.FIELDREPORT_SYNC, target="tags"))
+    jobs_create.sync_detailed(client=client, body=JobCreate(kind=JobCreateKind.FIELDREPORT_SYNC, target="tags"))
     check(429, "too_many_jobs", "jobs_create",
-          lambda: jobs_create.sync_detailed(client=client, body=NewJob(kind=NewJobKind.FIELDREPORT_SYNC, target="tags")))
+          lambda: jobs_create.sync_detailed(client=client, body=JobCreate(kind=JobCreateKind.FIELDREPORT_SYNC, target="tags")))
 
     # ERP webhooks: from outside ERP_WEBHOOK_ALLOWLIST (the address a trusted proxy names),
     # and without ERP_WEBHOOK_SECRET.
