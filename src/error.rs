@@ -297,6 +297,7 @@ impl From<LeasingError> for ApiError {
             LeasingError::TooManyCreates { retry_after_seconds, .. } => {
                 Self::too_many(code, error.to_string(), retry_after_seconds).leasing()
             }
+            LeasingError::Unavailable(detail) => Self::unavailable(detail).leasing(),
             LeasingError::Stopped(stop) => {
                 let status = match stop {
                     crate::stop::Stop::ShuttingDown => ErrorStatusCode::SERVICE_UNAVAILABLE,

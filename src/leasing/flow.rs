@@ -105,6 +105,7 @@ impl FlowFailure {
                     | E::Client { .. },
             ) | LeasingError::Invalid(_)
                 | LeasingError::TooManyCreates { .. }
+                | LeasingError::Unavailable(_)
         );
         self.financing_id.is_some() || !nothing_created
     }

@@ -45,6 +45,9 @@ pub enum LeasingError {
         "You created {most} financing requests within a minute, the most a user may; retry in {retry_after_seconds} s."
     )]
     TooManyCreates { most: u64, retry_after_seconds: u64 },
+    /// The database did not count the user's creates: nothing was asked of the provider.
+    #[error("The financing request was not created: the database did not answer ({0}).")]
+    Unavailable(String),
     /// Held work stopped early: its client went away, or the service is shutting down.
     #[error("{}", match .0 {
         Stop::ClientGone => "The client went away; the work stopped.",
@@ -56,7 +59,7 @@ pub enum LeasingError {
 impl LeasingError {
     /// Every code [`LeasingError::code`] answers (metrics count flow outcomes by them; the list
     /// is vocabulary, so that the metrics need not import the leasing area).
-    pub const CODES: [&'static str; 18] = LEASING_ERROR_CODES;
+    pub const CODES: [&'static str; 19] = LEASING_ERROR_CODES;
 
     /// The `error_code` of the answer: one per cause.
     pub fn code(&self) -> &'static str {
@@ -69,6 +72,7 @@ impl LeasingError {
             LeasingError::NotReadyToSign { .. } => "not_ready_to_sign",
             LeasingError::Storage(_) => "storage_error",
             LeasingError::TooManyCreates { .. } => "too_many_financing_requests",
+            LeasingError::Unavailable(_) => "service_unavailable",
             LeasingError::Stopped(Stop::ClientGone) => "client_gone",
             LeasingError::Stopped(Stop::ShuttingDown) => "shutting_down",
             LeasingError::Upstream(e) => match e {
@@ -232,7 +236,7 @@ impl LeasingService {
     pub async fn create(&self, payload: &Value, user_id: i64) -> Result<Value, LeasingError> {
         validate_create(payload).map_err(LeasingError::Invalid)?;
         let request = body(payload).map_err(bad_body)?;
-        if let Some(seconds) = self.watcher.create_turn(user_id, true).await {
+        if let Some(seconds) = self.create_turn(user_id, true).await? {
             return Err(self.too_many_creates(seconds));
         }
         let read_at = now_ms();
@@ -260,10 +264,14 @@ impl LeasingService {
     /// Whether `user_id` may create a financing request now (a flow asks before it records
     /// itself; its create step takes the turn).
     pub async fn may_create(&self, user_id: i64) -> Result<(), LeasingError> {
-        match self.watcher.create_turn(user_id, false).await {
+        match self.create_turn(user_id, false).await? {
             Some(seconds) => Err(self.too_many_creates(seconds)),
             None => Ok(()),
         }
+    }
+
+    async fn create_turn(&self, user_id: i64, take: bool) -> Result<Option<u64>, LeasingError> {
+        self.watcher.create_turn(user_id, take).await.map_err(|error| LeasingError::Unavailable(error.to_string()))
     }
 
     fn too_many_creates(&self, retry_after_seconds: u64) -> LeasingError {
@@ -462,6 +470,7 @@ mod tests {
             LeasingError::NotReadyToSign { state: String::new(), attempts: 1 },
             LeasingError::Storage(String::new()),
             LeasingError::TooManyCreates { most: 1, retry_after_seconds: 1 },
+            LeasingError::Unavailable(String::new()),
             UpstreamError::NotConfigured { system, setting: "X" }.into(),
             UpstreamError::Timeout { system }.into(),
             UpstreamError::Unreachable { system, detail: String::new() }.into(),

@@ -2,7 +2,7 @@
 //! (`crate::leasing::service::LeasingError::code`) and counted by the metrics as flow outcomes.
 
 /// Every code `LeasingError::code` answers (a unit test of the leasing service keeps them equal).
-pub const LEASING_ERROR_CODES: [&str; 18] = [
+pub const LEASING_ERROR_CODES: [&str; 19] = [
     "validation_failed",
     "declined",
     "cancelled",
@@ -11,6 +11,7 @@ pub const LEASING_ERROR_CODES: [&str; 18] = [
     "not_ready_to_sign",
     "storage_error",
     "too_many_financing_requests",
+    "service_unavailable",
     "upstream_not_configured",
     "upstream_timeout",
     "upstream_unavailable",

@@ -43,15 +43,22 @@ impl Settings {
 
     /// A secret setting; its value is registered for [`super::redaction::scrub`], so that no
     /// upstream's echo of it reaches an answer or a log. Of a URL (`MAIL_URL`), only what is
-    /// secret in it is registered, its password (and `user:password`): the rest (the server's
-    /// address) names where something went, which answers and logs may say.
+    /// secret in it is registered, its password (and `user:password`), percent-encoded as written
+    /// and decoded as sent: the rest (the server's address) names where something went, which
+    /// answers and logs may say.
     pub fn secret(&self, name: &'static str) -> Option<SecretString> {
         self.get(name).map(|v| {
             match Url::parse(v) {
                 Ok(url) if url.has_host() => {
                     if let Some(password) = url.password() {
-                        super::redaction::register(password);
-                        super::redaction::register(&format!("{}:{password}", url.username()));
+                        // As written, and as sent: the server is given the decoded text.
+                        let decoded = |text| percent_encoding::percent_decode_str(text).decode_utf8_lossy();
+                        for (user, password) in
+                            [(url.username().into(), password.into()), (decoded(url.username()), decoded(password))]
+                        {
+                            super::redaction::register(&password);
+                            super::redaction::register(&format!("{user}:{password}"));
+                        }
                     }
                 }
                 _ => super::redaction::register(v),
@@ -129,5 +136,21 @@ impl Settings {
                     .map_err(|_| invalid(name, format!("{item:?} is not an IP address or CIDR network")))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A URL spells its password percent-encoded; the server is sent, and may echo, the
+    /// decoded one.
+    #[test]
+    fn a_url_password_is_scrubbed_as_sent_too() {
+        let values =
+            BTreeMap::from([("MAIL_URL".to_string(), "smtp://ops%40acme:s3cret%2Fpass%25@mail.example:587".into())]);
+        Settings::new(values).secret("MAIL_URL").unwrap();
+        let echoed = "535 5.7.8 login ops@acme:s3cret/pass% refused, s3cret%2Fpass%25 too";
+        assert_eq!(super::super::redaction::scrub(echoed), "535 5.7.8 login *** refused, *** too");
     }
 }

@@ -321,6 +321,7 @@ fn leasing_errors() -> Vec<LeasingError> {
         LeasingError::NotReadyToSign { .. } => vec![LeasingError::NotReadyToSign { state: text(), attempts: 1 }],
         LeasingError::Storage(_) => vec![LeasingError::Storage(text())],
         LeasingError::TooManyCreates { .. } => vec![LeasingError::TooManyCreates { most: 60, retry_after_seconds: 1 }],
+        LeasingError::Unavailable(_) => vec![LeasingError::Unavailable(text())],
         // A client that went away reads no answer (499 is for the log).
         LeasingError::Stopped(_) => vec![LeasingError::Stopped(Stop::ShuttingDown)],
     }

@@ -53,21 +53,15 @@ impl Watcher {
     /// Takes one of `user_id`'s turns to create a financing request: `Some(seconds)` to wait
     /// when the user created `LEASING_CREATES_PER_MINUTE_PER_USER` within the last minute. With
     /// `take: false` it only looks (a flow, before it records itself; its create step takes
-    /// the turn). When the database cannot count, the create goes on, as its watch does
-    /// ([`Watcher::start_created`]), and the failure is reported.
-    pub async fn create_turn(&self, user_id: i64, take: bool) -> Option<u64> {
+    /// the turn). A turn the database cannot count is an error, not a turn: nothing is created
+    /// yet, and going on would leave the rate open for as long as the database refuses.
+    pub async fn create_turn(&self, user_id: i64, take: bool) -> Result<Option<u64>, crate::store::StoreError> {
         let most = self.config.creates_per_minute_per_user;
-        let turn = if take {
+        if take {
             self.store.take_turn(Rated::LeasingCreates, user_id, most).await
         } else {
             self.store.rate_reached(Rated::LeasingCreates, user_id, most).await
-        };
-        turn.unwrap_or_else(|error| {
-            crate::telemetry::report_internal_error(&format!(
-                "leasing: user {user_id}'s creates not counted, the create goes on: {error}"
-            ));
-            None
-        })
+        }
     }
 
     /// The most financing requests a user may create within a minute.

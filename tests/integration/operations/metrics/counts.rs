@@ -122,7 +122,7 @@ async fn counts_requests_upstream_calls_flows_and_queues(db: Db) {
     assert_eq!(flows[&labels(&["request_flow", "ok"])], 0.0);
     assert_eq!(flows[&labels(&["wait_ready_to_sign", "missing_info"])], 0.0);
     assert_eq!(flows.values().sum::<f64>(), 2.0, "{flows:?}");
-    assert_eq!(flows.len(), 2 * 19, "ok and 18 error codes per flow: {flows:?}");
+    assert_eq!(flows.len(), 2 * 20, "ok and 19 error codes per flow: {flows:?}");
 
     // Queues, read from the database.
     let inbox = "integration_service_erp_webhook_inbox_calls";
