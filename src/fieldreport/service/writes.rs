@@ -328,7 +328,13 @@ impl FieldReportService {
             }
             Err(error) if error.may_have_applied() => self.settle_delete(entity, stored, error).await,
             Err(error) => {
-                self.restore(entity, &stored).await?;
+                // Put back as the upstream has it now: a sync that ran meanwhile skipped it.
+                match client.get(entity.set, id).await {
+                    Ok(upstream) => self.restore(entity, &stored, Some(&upstream)).await?,
+                    // Deleted there by someone else meanwhile: nothing to put back.
+                    Err(gone) if gone.is_gone() => self.store.mirror_forget_tombstone(entity.route, id).await?,
+                    Err(_) => self.restore(entity, &stored, None).await?,
+                }
                 Err(error.into())
             }
         }

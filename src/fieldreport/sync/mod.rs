@@ -133,7 +133,11 @@ impl FieldReportService {
     /// The records removed from the mirror after the feed's change number `after` that it
     /// holds again, each read at the upstream by id: those it no longer has are removed again
     /// (unless written since they were read); how many.
-    async fn remove_deleted_meanwhile(&self, info: &'static EntityInfo, after: i64) -> Result<u64, FieldReportError> {
+    pub(super) async fn remove_deleted_meanwhile(
+        &self,
+        info: &'static EntityInfo,
+        after: i64,
+    ) -> Result<u64, FieldReportError> {
         let store = self.store();
         let back = store.mirror_back_after_removal(info.route, after).await?;
         if back.is_empty() {
