@@ -143,6 +143,12 @@ impl FieldReportService {
         if back.is_empty() {
             return Ok(0);
         }
+        // Only records written since `read_at` are kept (`updated_at < read_at` goes): a copy
+        // stored again in the millisecond the reads start was kept, so they start after it.
+        let listed_at = crate::store::now_ms();
+        while crate::store::now_ms() <= listed_at {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
         let read_at = crate::store::now_ms();
         let client = self.client()?;
         let mut gone = Vec::new();
