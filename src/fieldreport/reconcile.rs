@@ -24,6 +24,7 @@ use std::time::Instant;
 use generated::fieldreport::EntityInfo;
 
 use super::service::{FieldReportError, FieldReportService};
+use crate::store::feed::Mirror;
 use crate::store::now_ms;
 use crate::vocabulary::id_batches::IdBatches;
 /// Records fetched by id per request (`Id eq … or …`): a query of about 1 KB.
@@ -41,7 +42,28 @@ impl FieldReportService {
         if !store.take_sync_lease(info.route, &owner, store.lease_deadline()).await? {
             return Err(FieldReportError::Conflict(format!("a sync of {} is already running", info.route)));
         }
-        let result = self.reconcile_ids(info, &owner).await;
+        // Where the feed stood: the records removed after it are those deleted while it ran.
+        let before = match store.feed_position(Mirror::FieldReport, info.route).await {
+            Ok(feed) => feed.last_seq,
+            Err(error) => {
+                store.release_sync_lease(info.route, &owner).await?;
+                return Err(error.into());
+            }
+        };
+        let mut result = self.reconcile_ids(info, &owner).await;
+        // Its fetches, answered before a local delete's upstream call, store the record again
+        // (the tombstones are read once, after the listing): the delete, answered done, was
+        // undone here until the next reconciling. As after a sync, those the upstream no longer
+        // has leave again, and those whose delete is still on its way.
+        if result.is_ok() {
+            let again = async {
+                store.mirror_purge_tombstoned(info.route).await?;
+                self.remove_deleted_meanwhile(info, before).await
+            };
+            if let Err(error) = again.await {
+                result = Err(error);
+            }
+        }
         store.release_sync_lease(info.route, &owner).await?;
         result
     }

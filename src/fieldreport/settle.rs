@@ -25,8 +25,8 @@ impl FieldReportService {
                 self.store().mirror_forget_tombstone(entity.route, &stored.id).await?;
                 Ok(WriteOutcome { data: Value::Bool(true), upstream: None })
             }
-            Ok(_) => {
-                self.restore(entity, &stored).await?;
+            Ok(upstream) => {
+                self.restore(entity, &stored, Some(&upstream)).await?;
                 Err(not_applied("delete", entity, &stored.id, &error))
             }
             Err(read) => Err(FieldReportError::OutcomeUnknown(format!(

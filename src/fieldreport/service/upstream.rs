@@ -6,6 +6,7 @@ use generated::fieldreport::EntityInfo;
 use serde_json::Value;
 
 use super::{FieldReportError, FieldReportService, is_annotation, not_applied, version_of};
+use crate::store::StoreError;
 use crate::store::fieldreport::records::MirrorRecord;
 use crate::upstream::UpstreamError;
 use crate::vocabulary::json_integer::json_integer;
@@ -114,14 +115,41 @@ impl FieldReportService {
         Ok(record)
     }
 
-    /// Puts a record back as it was after the upstream refused its delete.
+    /// Puts a record back after the upstream refused its delete: as the upstream holds it when
+    /// that is known (`upstream`), else as it was. A sync that ran while the delete was in
+    /// flight skipped the record (its tombstone) and moved its cursor past the record's later
+    /// changes, so the copy read before the delete stayed behind until a reconciling. A sync
+    /// whose tombstones were read before the delete may have stored the record meanwhile: the
+    /// newer of the two copies stays (inserting failed, and the refusal was answered 500).
     pub(in crate::fieldreport) async fn restore(
         &self,
         entity: &EntityInfo,
         stored: &MirrorRecord,
+        upstream: Option<&Value>,
     ) -> Result<(), FieldReportError> {
+        let record = match upstream {
+            Some(upstream) => {
+                let mut document = stored.document.clone();
+                overlay(&mut document, upstream);
+                MirrorRecord { id: stored.id.clone(), version: version_of(upstream), document }
+            }
+            None => stored.clone(),
+        };
         self.store.mirror_forget_tombstone(entity.route, &stored.id).await?;
-        self.store.mirror_insert(entity.route, stored, None).await?;
+        for _ in 0..3 {
+            match self.store.mirror_insert(entity.route, &record, None).await {
+                Ok(()) => return Ok(()),
+                Err(StoreError::Duplicate(_)) => {}
+                Err(other) => return Err(other.into()),
+            }
+            let Some(now) = self.store.mirror_get(entity.route, &record.id).await? else { continue };
+            if now.version >= record.version
+                || self.store.mirror_replace(entity.route, &record, now.version, None).await?
+            {
+                return Ok(());
+            }
+        }
+        // Written again and again meanwhile: the mirror holds the record, by the latest writer.
         Ok(())
     }
 }

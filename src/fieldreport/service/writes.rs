@@ -249,7 +249,20 @@ impl FieldReportService {
             Err(error) => return Err(error.into()),
         };
         let record = answered(record, &upstream);
-        if self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
+        // A local write (an ERP webhook's, pending for `post`) made while the upstream was
+        // called leaves the version as read: its fields stay over this write's, and it stays
+        // pending, so that `post` sends it on top. Replacing the document lost it for good.
+        let keeping_local = |now: Value, pending: bool| {
+            let mut document = record.document.clone();
+            if let (true, Value::Object(target), Value::Object(now), Value::Object(read)) =
+                (pending, &mut document, &now, &stored.document)
+            {
+                let local = now.iter().filter(|(key, value)| read.get(*key) != Some(*value));
+                target.extend(local.map(|(key, value)| (key.clone(), value.clone())));
+            }
+            MirrorRecord { document, ..record.clone() }
+        };
+        if self.store.mirror_replace_with(entity.route, &record.id, stored.version, keeping_local).await? {
             return Ok(WriteOutcome { data: record.document, upstream: Some(upstream) });
         }
         // The upstream took this write at its version, so a mirror already at that version
@@ -328,7 +341,13 @@ impl FieldReportService {
             }
             Err(error) if error.may_have_applied() => self.settle_delete(entity, stored, error).await,
             Err(error) => {
-                self.restore(entity, &stored).await?;
+                // Put back as the upstream has it now: a sync that ran meanwhile skipped it.
+                match client.get(entity.set, id).await {
+                    Ok(upstream) => self.restore(entity, &stored, Some(&upstream)).await?,
+                    // Deleted there by someone else meanwhile: nothing to put back.
+                    Err(gone) if gone.is_gone() => self.store.mirror_forget_tombstone(entity.route, id).await?,
+                    Err(_) => self.restore(entity, &stored, None).await?,
+                }
                 Err(error.into())
             }
         }

@@ -133,11 +133,21 @@ impl FieldReportService {
     /// The records removed from the mirror after the feed's change number `after` that it
     /// holds again, each read at the upstream by id: those it no longer has are removed again
     /// (unless written since they were read); how many.
-    async fn remove_deleted_meanwhile(&self, info: &'static EntityInfo, after: i64) -> Result<u64, FieldReportError> {
+    pub(super) async fn remove_deleted_meanwhile(
+        &self,
+        info: &'static EntityInfo,
+        after: i64,
+    ) -> Result<u64, FieldReportError> {
         let store = self.store();
         let back = store.mirror_back_after_removal(info.route, after).await?;
         if back.is_empty() {
             return Ok(0);
+        }
+        // Only records written since `read_at` are kept (`updated_at < read_at` goes): a copy
+        // stored again in the millisecond the reads start was kept, so they start after it.
+        let listed_at = crate::store::now_ms();
+        while crate::store::now_ms() <= listed_at {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
         let read_at = crate::store::now_ms();
         let client = self.client()?;

@@ -1,8 +1,16 @@
 //! The pushes of records written without forwarding: the pending records, each claimed for one
 //! attempt, given back, or marked pushed.
 
-use super::{MIRROR_DELETE, MIRROR_ROW, MirrorRecord, record};
-use crate::store::{Store, StoreError, now_ms};
+use serde_json::Value;
+use sqlx::Row;
+
+use super::{MIRROR_DELETE, MIRROR_REPLACE, MIRROR_ROW, MirrorRecord, not_json, record};
+use crate::store::{Dialect, Store, StoreError, now_ms};
+
+/// A record's version, document and pending write, the row locked until the write commits
+/// (Postgres; SQLite's write transaction holds the database).
+const LOCKED_ROW: &str = "SELECT version, document, pending_push FROM fieldreport_records \
+     WHERE entity = $1 AND LENGTH(record_id) = LENGTH($2) AND record_id = $2 FOR UPDATE";
 
 /// A pending record claimed for one push attempt.
 pub(super) const MIRROR_CLAIM_PUSH: &str = "UPDATE fieldreport_records SET push_claimed_until = $1, push_attempts = push_attempts + 1 \
@@ -29,6 +37,51 @@ pub struct PushClaim {
 }
 
 impl Store {
+    /// Replaces a record still at `expected_version` with what `write` makes of the stored
+    /// document (and whether a local write of it waits for a push), in one transaction with
+    /// the record locked; false when its version changed or it is gone. A local write leaves
+    /// the version as it was, so a forwarded write's answer checked by version alone replaced
+    /// one made while the upstream was called.
+    pub async fn mirror_replace_with(
+        &self,
+        entity: &str,
+        id: &str,
+        expected_version: i64,
+        write: impl FnOnce(Value, bool) -> MirrorRecord,
+    ) -> Result<bool, StoreError> {
+        let outcome = async {
+            let mut tx = self.write_transaction().await?;
+            let statement = match self.dialect() {
+                Dialect::Postgres => LOCKED_ROW,
+                Dialect::Sqlite => LOCKED_ROW.trim_end_matches(" FOR UPDATE"),
+            };
+            let Some(row) = sqlx::query(statement).bind(entity).bind(id).fetch_optional(&mut *tx).await? else {
+                return Ok(false);
+            };
+            if row.try_get::<i64, _>("version")? != expected_version {
+                return Ok(false);
+            }
+            let document = serde_json::from_str(&row.try_get::<String, _>("document")?).map_err(not_json)?;
+            let pending: Option<String> = row.try_get("pending_push")?;
+            let record = write(document, pending.is_some());
+            let done = sqlx::query(MIRROR_REPLACE)
+                .bind(record.version)
+                .bind(record.document.to_string())
+                .bind(now_ms())
+                .bind(None::<&str>)
+                .bind(entity)
+                .bind(id)
+                .bind(expected_version)
+                .bind(record.external_id())
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(done.rows_affected() == 1)
+        }
+        .await;
+        self.mirror_written(entity, &[id], outcome).await
+    }
+
     /// Records written without forwarding and not pushed yet (`kind`: `create` or `update`).
     pub async fn mirror_pending(&self, entity: &str, kind: &str) -> Result<Vec<MirrorRecord>, StoreError> {
         let rows = sqlx::query(

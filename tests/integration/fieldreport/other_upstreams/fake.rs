@@ -109,7 +109,7 @@ impl Fake {
         visible.map(|(id, record)| (id.to_string(), record["Version"].clone())).collect()
     }
 
-    fn answer(&self, req: &SimRequest) -> SimResponse {
+    pub(super) fn answer(&self, req: &SimRequest) -> SimResponse {
         let counted = match req.segments().as_slice() {
             ["odata", "Companies"] => false,
             ["odata", "Companies", "$count"] if !self.uncounted.load(std::sync::atomic::Ordering::Relaxed) => true,

@@ -12,6 +12,7 @@ use crate::common::{Api, Db};
 use serde_json::{Value, json};
 
 mod counted;
+mod delete_races;
 mod dialects;
 mod fake;
 mod push_answers;

@@ -13,13 +13,13 @@ use super::mirror;
 use super::write_fake::{Created, Updated, WriteFake, start};
 
 /// The domain service as internal writers (ERP webhooks) use it: writes without forwarding.
-fn internal_writer(svc: &TestService) -> FieldReportService {
+pub(super) fn internal_writer(svc: &TestService) -> FieldReportService {
     let unused = UpstreamError::Client { system: System::FieldReport, detail: "internal writes".to_string() };
     FieldReportService::new(svc.store().clone(), Err(unused))
 }
 
 /// Pushes the pending writes of `kind` of the companies: one pushed, none failed.
-async fn push(svc: &TestService, token: &str, kind: &str) {
+pub(super) async fn push(svc: &TestService, token: &str, kind: &str) {
     let pushed: Value = svc.get_json(token, &format!("/api/v1/fieldreport/post/2/{kind}/companies")).await;
     assert_eq!((&pushed["data"][0]["pushed"], &pushed["data"][0]["failed"]), (&json!(1), &json!(0)), "{pushed}");
 }

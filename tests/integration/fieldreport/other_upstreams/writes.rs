@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::common::{Api, Db, TestService, error_body};
 use http::StatusCode;
+use integration_service::fieldreport::service::entity_named;
 use integration_service::sandbox::faults::Faults;
 use integration_service::sandbox::http::{json, serve};
 use integration_service::store::fieldreport::records::SyncedRecord;
@@ -15,6 +16,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
 use super::mirror;
+use super::push_answers::{internal_writer, push};
 use super::write_fake::{Created, Updated, WriteFake, start};
 
 const COMPANIES: &str = "/api/v1/fieldreport/companies";
@@ -187,12 +189,26 @@ async fn a_create_is_read_back_at_the_configured_server_only(db: Db) {
 /// The service, its field-report system `fake` with its answers to `method` held until
 /// the test lets each go (a sync reads what the server made meanwhile).
 async fn serving_held(db: Db, fake: &Arc<WriteFake>, method: Method) -> (TestService, String, Arc<Notify>) {
-    let answers_held = Arc::new(Notify::new());
-    let (served, held) = (fake.clone(), answers_held.clone());
+    let (svc, token, answers_held, _) = serving_held_telling(db, fake, method).await;
+    (svc, token, answers_held)
+}
+
+/// [`serving_held`], the second `Notify` told when the server has taken a request of `method`
+/// (its answer is held).
+async fn serving_held_telling(
+    db: Db,
+    fake: &Arc<WriteFake>,
+    method: Method,
+) -> (TestService, String, Arc<Notify>, Arc<Notify>) {
+    let (answers_held, taken) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (served, held, told) = (fake.clone(), answers_held.clone(), taken.clone());
     let log = slog::Logger::root(slog::Discard, slog::o!());
     let address = serve("127.0.0.1:0".parse().unwrap(), Arc::new(Faults::default()), log, move |req| {
         let answered = served.answer(&req);
-        let held = (req.method == method).then(|| held.clone());
+        let held = (req.method == method).then(|| {
+            told.notify_one();
+            held.clone()
+        });
         async move {
             if let Some(held) = held {
                 held.notified().await;
@@ -203,7 +219,7 @@ async fn serving_held(db: Db, fake: &Arc<WriteFake>, method: Method) -> (TestSer
     .await
     .unwrap();
     let (svc, token) = TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
-    (svc, token, answers_held)
+    (svc, token, answers_held, taken)
 }
 
 /// Once the server holds a record of which `read` makes the copy a sync reads, stores that
@@ -282,7 +298,39 @@ async fn an_update_overtaken_by_a_later_change_a_sync_read_stands(db: Db) {
     svc.stop().await;
 }
 
+/// An ERP webhook's write of a record (local, pending for `post`) lands while the server's
+/// answer to an update of it through the API is on its way. The update's answer replaced the
+/// record, as the local write left its Version as it was: the webhook's fields were gone here,
+/// and `post` sent the record without them. They stay, and `post` sends them on top.
+async fn a_local_write_during_a_forwarded_update_is_kept_and_pushed(db: Db) {
+    let fake = WriteFake::new();
+    let (svc, token, answers_held, taken) = serving_held_telling(db, &fake, Method::PUT).await;
+    let made = send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "0", "Version": 1}))).await;
+    let made: Value = made.json().await.unwrap();
+    let id = made["data"]["Id"].as_str().unwrap().to_string();
+    let item = format!("{COMPANIES}/{id}");
+    let webhook_meanwhile = async {
+        taken.notified().await;
+        let companies = entity_named("companies").unwrap();
+        let phone = json!({"Phone": "from the ERP"});
+        internal_writer(&svc).update_pending(companies, &id, phone).await.unwrap();
+        answers_held.notify_one();
+    };
+    let name = Some(json!({"Name": "Acme 2"}));
+    let (updated, ()) = tokio::join!(send(&svc, &token, Method::PATCH, &item, name), webhook_meanwhile);
+    assert_eq!(updated.status(), 200);
+    let mirrored: Value = send(&svc, &token, Method::GET, &item, None).await.json().await.unwrap();
+    let fields = (mirrored["Name"].as_str(), mirrored["Phone"].as_str());
+    assert_eq!(fields, (Some("Acme 2"), Some("from the ERP")), "{mirrored}");
+    answers_held.notify_one();
+    push(&svc, &token, "update").await;
+    let at_server = fake.records.lock().unwrap()[&id.parse::<i64>().unwrap()].clone();
+    assert_eq!((&at_server["Name"], &at_server["Phone"]), (&json!("Acme 2"), &json!("from the ERP")));
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_local_write_during_a_forwarded_update_is_kept_and_pushed,
     a_create_is_read_back_at_the_configured_server_only,
     a_create_answered_without_a_body_takes_the_id_of_its_address,
     an_update_refused_with_412_is_caught_up_as_a_conflict,
