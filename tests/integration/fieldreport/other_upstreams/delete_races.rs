@@ -5,34 +5,30 @@
 use std::sync::Arc;
 
 use crate::common::{Api, Db, TestService, error_body};
-use integration_service::sandbox::faults::Faults;
-use integration_service::sandbox::http::{SimRequest, empty, json, serve};
+use integration_service::sandbox::http::{SimRequest, empty, json};
 use integration_service::store::fieldreport::records::SyncedRecord;
 use reqwest::Method;
 use serde_json::Value;
-use tokio::sync::Notify;
 
-use super::fake::{Fake, first_sync, mirror, refused, sync};
+use super::fake::{Fake, Held, first_sync, mirror, reconcile_to_equal, refused, serving_held, sync};
 
 /// The service, its field-report system `fake` (which lists), answering a company by key as
 /// it holds it and a delete by removing it, or with 403 when `refuse_deletes`. The answers to
-/// the requests `held_if` picks are held until the test lets each go; the second `Notify` is
-/// told when one has arrived (for a delete: its tombstone is written).
+/// the requests `held_if` picks are held until the test lets each go (`arrived` is told when
+/// one has come: for a delete, its tombstone is written).
 async fn serving(
     db: Db,
     fake: &Arc<Fake>,
     refuse_deletes: bool,
     held_if: fn(&SimRequest) -> bool,
-) -> (TestService, String, Arc<Notify>, Arc<Notify>) {
-    let (held, arrived) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let (served, answers_held, held_arrived) = (fake.clone(), held.clone(), arrived.clone());
-    let log = slog::Logger::root(slog::Discard, slog::o!());
-    let address = serve("127.0.0.1:0".parse().unwrap(), Arc::new(Faults::default()), log, move |req| {
+) -> (TestService, String, Held) {
+    let served = fake.clone();
+    let answer = move |req: &SimRequest| {
         let segments = req.segments();
         let key = segments.get(1).and_then(|s| s.strip_prefix("Companies(")).and_then(|s| s.strip_suffix("L)"));
         let key = key.and_then(|key| key.parse::<i64>().ok());
         let mut records = served.records.lock().unwrap();
-        let answer = match (&req.method, key) {
+        match (&req.method, key) {
             (&Method::DELETE, Some(_)) if refuse_deletes => refused(403, "the company has open field reports"),
             (&Method::DELETE, Some(id)) => match records.remove(&id) {
                 Some(_) => empty(http::StatusCode::NO_CONTENT),
@@ -44,37 +40,33 @@ async fn serving(
             },
             _ => {
                 drop(records);
-                served.answer(&req)
+                served.answer(req)
             }
-        };
-        let held = held_if(&req).then(|| {
-            held_arrived.notify_one();
-            answers_held.clone()
-        });
-        async move {
-            if let Some(held) = held {
-                held.notified().await;
-            }
-            answer
         }
-    })
-    .await
-    .unwrap();
-    let (svc, token) = TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
-    (svc, token, held, arrived)
+    };
+    serving_held(db, answer, held_if).await
 }
 
 fn a_delete(req: &SimRequest) -> bool {
     req.method == Method::DELETE
 }
 
-/// The status and `error_code` of a delete refused with nothing racing it.
-async fn plain_refusal(svc: &TestService, token: &str, held: &Notify, arrived: &Notify) -> (u16, Value) {
-    held.notify_one();
-    let refused = svc.call(token, Method::DELETE, "/api/v1/fieldreport/companies/1001", None).await;
-    arrived.notified().await;
-    let status = refused.status().as_u16();
-    let body = error_body(refused, status).await;
+/// The service in front of 30 companies synced, refusing deletes and holding their answers,
+/// and the status and `error_code` of a delete refused with nothing racing it.
+async fn refusing_deletes(db: Db) -> (Arc<Fake>, TestService, String, Held, (u16, Value)) {
+    let fake = Fake::seeded(30, "");
+    let (svc, token, held) = serving(db, &fake, true, a_delete).await;
+    first_sync(&svc, &token, 30).await;
+    held.answers.notify_one();
+    let refused = svc.call(&token, Method::DELETE, "/api/v1/fieldreport/companies/1001", None).await;
+    held.arrived.notified().await;
+    let refusal = status_and_code(refused).await;
+    (fake, svc, token, held, refusal)
+}
+
+async fn status_and_code(answer: reqwest::Response) -> (u16, Value) {
+    let status = answer.status().as_u16();
+    let body = error_body(answer, status).await;
     (status, body["error_code"].clone())
 }
 
@@ -84,10 +76,8 @@ async fn plain_refusal(svc: &TestService, token: &str, held: &Notify, arrived: &
 /// a Version behind the server, where no later sync looks (only a reconciling). It is put
 /// back as the server holds it.
 async fn a_refused_delete_puts_back_what_a_sync_skipped_meanwhile(db: Db) {
-    let fake = Fake::seeded(30, "");
-    let (svc, token, answers_held, deletes_arrived) = serving(db, &fake, true, a_delete).await;
-    first_sync(&svc, &token, 30).await;
-    let refusal = plain_refusal(&svc, &token, &answers_held, &deletes_arrived).await;
+    let (fake, svc, token, held, refusal) = refusing_deletes(db).await;
+    let Held { answers: answers_held, arrived: deletes_arrived } = held;
     fake.put(1005, 2, "2026-01-01T00:01:00");
     fake.put(1020, 2, "2026-01-01T02:00:00");
     let item = "/api/v1/fieldreport/companies/1005";
@@ -98,9 +88,7 @@ async fn a_refused_delete_puts_back_what_a_sync_skipped_meanwhile(db: Db) {
         answers_held.notify_one();
     };
     let (refused, ()) = tokio::join!(svc.call(&token, Method::DELETE, item, None), syncing);
-    let status = refused.status().as_u16();
-    let body = error_body(refused, status).await;
-    assert_eq!((status, body["error_code"].clone()), refusal, "{body}");
+    assert_eq!(status_and_code(refused).await, refusal);
     let (status, report) = sync(&svc, &token, "").await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(mirror(&svc).await, fake.visible(), "{report}");
@@ -112,10 +100,8 @@ async fn a_refused_delete_puts_back_what_a_sync_skipped_meanwhile(db: Db) {
 /// the record back failed on the copy the sync stored, and the refusal was answered 500. It
 /// is answered as a refusal, and the mirror keeps the later copy.
 async fn a_refused_delete_of_a_record_a_sync_stored_meanwhile_is_answered_as_refused(db: Db) {
-    let fake = Fake::seeded(30, "");
-    let (svc, token, answers_held, deletes_arrived) = serving(db, &fake, true, a_delete).await;
-    first_sync(&svc, &token, 30).await;
-    let refusal = plain_refusal(&svc, &token, &answers_held, &deletes_arrived).await;
+    let (fake, svc, token, held, refusal) = refusing_deletes(db).await;
+    let Held { answers: answers_held, arrived: deletes_arrived } = held;
     fake.put(1005, 2, "2026-01-01T00:01:00");
     let stored_meanwhile = async {
         deletes_arrived.notified().await;
@@ -127,9 +113,7 @@ async fn a_refused_delete_of_a_record_a_sync_stored_meanwhile_is_answered_as_ref
     };
     let item = "/api/v1/fieldreport/companies/1005";
     let (refused, ()) = tokio::join!(svc.call(&token, Method::DELETE, item, None), stored_meanwhile);
-    let status = refused.status().as_u16();
-    let body = error_body(refused, status).await;
-    assert_eq!((status, body["error_code"].clone()), refusal, "{body}");
+    assert_eq!(status_and_code(refused).await, refusal);
     assert_eq!(mirror(&svc).await, fake.visible());
     svc.stop().await;
 }
@@ -145,7 +129,8 @@ async fn a_record_deleted_while_a_reconciling_fetched_it_stays_deleted(db: Db) {
         let query = req.query.as_deref().unwrap_or_default();
         url::form_urlencoded::parse(query.as_bytes()).any(|(name, value)| name == "$filter" && value == "Id eq 1005L")
     };
-    let (svc, token, fetch_held, fetch_arrived) = serving(db, &fake, false, fetch_of_1005).await;
+    let (svc, token, Held { answers: fetch_held, arrived: fetch_arrived }) =
+        serving(db, &fake, false, fetch_of_1005).await;
     first_sync(&svc, &token, 30).await;
     // Changed long ago (a late commit): beyond the overlap, only a reconciling fetches it.
     fake.put(1005, 2, "2025-01-01T00:00:00");
@@ -155,10 +140,8 @@ async fn a_record_deleted_while_a_reconciling_fetched_it_stays_deleted(db: Db) {
         assert_eq!(deleted.status(), 204, "{}", deleted.text().await.unwrap());
         fetch_held.notify_one();
     };
-    let ((status, reconciled), ()) = tokio::join!(sync(&svc, &token, "?reconcile=true"), deleting);
-    assert_eq!(status, 200, "{reconciled}");
+    tokio::join!(reconcile_to_equal(&svc, &token, &fake), deleting);
     assert!(!fake.visible().contains_key("1005"));
-    assert_eq!(mirror(&svc).await, fake.visible(), "{reconciled}");
     svc.stop().await;
 }
 

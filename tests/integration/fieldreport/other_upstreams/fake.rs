@@ -9,6 +9,7 @@ use integration_service::sandbox::http::{SimRequest, SimResponse, json, serve};
 use integration_service::sandbox::odata_filter::{Filter, Written};
 use integration_service::vocabulary::stamp::Stamp;
 use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
 
 /// Rows a page holds at most, whatever `$top` asks.
 const PAGE_SIZE: usize = 10;
@@ -304,15 +305,44 @@ pub(super) async fn serving(
     db: Db,
     answer: impl Fn(&SimRequest) -> SimResponse + Send + Sync + 'static,
 ) -> (TestService, String) {
+    let (svc, token, _) = serving_held(db, answer, |_| false).await;
+    (svc, token)
+}
+
+/// The answers a test holds back: each is let go by `answers.notify_one()`, and `arrived`
+/// is told when one has come (the service has done what it does before it calls).
+pub(super) struct Held {
+    pub(super) answers: Arc<Notify>,
+    pub(super) arrived: Arc<Notify>,
+}
+
+/// [`serving`], the answers to the requests `held_if` picks held until the test lets each go,
+/// so that the test does something else while they are on their way.
+pub(super) async fn serving_held(
+    db: Db,
+    answer: impl Fn(&SimRequest) -> SimResponse + Send + Sync + 'static,
+    held_if: impl Fn(&SimRequest) -> bool + Send + Sync + 'static,
+) -> (TestService, String, Held) {
+    let held = Held { answers: Arc::new(Notify::new()), arrived: Arc::new(Notify::new()) };
+    let (answers, arrived) = (held.answers.clone(), held.arrived.clone());
     let log = slog::Logger::root(slog::Discard, slog::o!());
-    let answer = Arc::new(answer);
     let address = serve("127.0.0.1:0".parse().unwrap(), Arc::new(Faults::default()), log, move |req| {
         let answered = answer(&req);
-        async move { answered }
+        let hold = held_if(&req).then(|| {
+            arrived.notify_one();
+            answers.clone()
+        });
+        async move {
+            if let Some(hold) = hold {
+                hold.notified().await;
+            }
+            answered
+        }
     })
     .await
     .unwrap();
-    TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await
+    let (svc, token) = TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
+    (svc, token, held)
 }
 
 /// A sync or reconciling of the companies: its status and report.

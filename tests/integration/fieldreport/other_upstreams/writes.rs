@@ -15,6 +15,7 @@ use reqwest::Method;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
+use super::fake::Held;
 use super::mirror;
 use super::push_answers::{internal_writer, push};
 use super::write_fake::{Created, Updated, WriteFake, start};
@@ -188,38 +189,16 @@ async fn a_create_is_read_back_at_the_configured_server_only(db: Db) {
 
 /// The service, its field-report system `fake` with its answers to `method` held until
 /// the test lets each go (a sync reads what the server made meanwhile).
-async fn serving_held(db: Db, fake: &Arc<WriteFake>, method: Method) -> (TestService, String, Arc<Notify>) {
-    let (svc, token, answers_held, _) = serving_held_telling(db, fake, method).await;
-    (svc, token, answers_held)
+async fn serving_held(db: Db, fake: &Arc<WriteFake>, method: Method) -> (TestService, String, Held) {
+    let served = fake.clone();
+    super::fake::serving_held(db, move |req| served.answer(req), move |req| req.method == method).await
 }
 
-/// [`serving_held`], the second `Notify` told when the server has taken a request of `method`
-/// (its answer is held).
-async fn serving_held_telling(
-    db: Db,
-    fake: &Arc<WriteFake>,
-    method: Method,
-) -> (TestService, String, Arc<Notify>, Arc<Notify>) {
-    let (answers_held, taken) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let (served, held, told) = (fake.clone(), answers_held.clone(), taken.clone());
-    let log = slog::Logger::root(slog::Discard, slog::o!());
-    let address = serve("127.0.0.1:0".parse().unwrap(), Arc::new(Faults::default()), log, move |req| {
-        let answered = served.answer(&req);
-        let held = (req.method == method).then(|| {
-            told.notify_one();
-            held.clone()
-        });
-        async move {
-            if let Some(held) = held {
-                held.notified().await;
-            }
-            answered
-        }
-    })
-    .await
-    .unwrap();
-    let (svc, token) = TestService::with_user(db, &[("FIELDREPORT_BASE_URL", &format!("http://{address}"))]).await;
-    (svc, token, answers_held, taken)
+/// A company made through the service (the server's answers to creates are not held); its Id.
+async fn made(svc: &TestService, token: &str) -> String {
+    let made = send(svc, token, Method::POST, COMPANIES, Some(json!({"Id": "0", "Version": 1}))).await;
+    let made: Value = made.json().await.unwrap();
+    made["data"]["Id"].as_str().unwrap().to_string()
 }
 
 /// Once the server holds a record of which `read` makes the copy a sync reads, stores that
@@ -254,11 +233,11 @@ async fn synced_meanwhile(
 /// answered 201 with the record, which the server holds once.
 async fn a_create_whose_record_a_sync_stored_first_is_made_once(db: Db) {
     let fake = WriteFake::new();
-    let (svc, token, answers_held) = serving_held(db, &fake, Method::POST).await;
+    let (svc, token, held) = serving_held(db, &fake, Method::POST).await;
     let new = json!({"Id": "0", "Version": 1, "Name": "Acme"});
     let (created, id) = tokio::join!(
         send(&svc, &token, Method::POST, COMPANIES, Some(new)),
-        synced_meanwhile(&svc, &fake, &answers_held, |record| Some(record.clone()))
+        synced_meanwhile(&svc, &fake, &held.answers, |record| Some(record.clone()))
     );
     let status = created.status();
     let body: Value = created.json().await.unwrap();
@@ -275,10 +254,8 @@ async fn a_create_whose_record_a_sync_stored_first_is_made_once(db: Db) {
 async fn an_update_overtaken_by_a_later_change_a_sync_read_stands(db: Db) {
     let fake = WriteFake::new();
     *fake.updated.lock().unwrap() = Updated::Record;
-    let (svc, token, answers_held) = serving_held(db, &fake, Method::PUT).await;
-    let made = send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "0", "Version": 1}))).await;
-    let made: Value = made.json().await.unwrap();
-    let item = format!("{COMPANIES}/{}", made["data"]["Id"].as_str().unwrap());
+    let (svc, token, held) = serving_held(db, &fake, Method::PUT).await;
+    let item = format!("{COMPANIES}/{}", made(&svc, &token).await);
     let later_change = |record: &Map<String, Value>| {
         let version = record["Version"].as_i64().filter(|version| *version > 1)?;
         let mut later = record.clone();
@@ -288,7 +265,7 @@ async fn an_update_overtaken_by_a_later_change_a_sync_read_stands(db: Db) {
     };
     let (updated, _) = tokio::join!(
         send(&svc, &token, Method::PATCH, &item, Some(json!({"Name": "Acme 2"}))),
-        synced_meanwhile(&svc, &fake, &answers_held, later_change)
+        synced_meanwhile(&svc, &fake, &held.answers, later_change)
     );
     let status = updated.status();
     let body: Value = updated.json().await.unwrap();
@@ -304,17 +281,15 @@ async fn an_update_overtaken_by_a_later_change_a_sync_read_stands(db: Db) {
 /// and `post` sent the record without them. They stay, and `post` sends them on top.
 async fn a_local_write_during_a_forwarded_update_is_kept_and_pushed(db: Db) {
     let fake = WriteFake::new();
-    let (svc, token, answers_held, taken) = serving_held_telling(db, &fake, Method::PUT).await;
-    let made = send(&svc, &token, Method::POST, COMPANIES, Some(json!({"Id": "0", "Version": 1}))).await;
-    let made: Value = made.json().await.unwrap();
-    let id = made["data"]["Id"].as_str().unwrap().to_string();
+    let (svc, token, held) = serving_held(db, &fake, Method::PUT).await;
+    let id = made(&svc, &token).await;
     let item = format!("{COMPANIES}/{id}");
     let webhook_meanwhile = async {
-        taken.notified().await;
+        held.arrived.notified().await;
         let companies = entity_named("companies").unwrap();
         let phone = json!({"Phone": "from the ERP"});
         internal_writer(&svc).update_pending(companies, &id, phone).await.unwrap();
-        answers_held.notify_one();
+        held.answers.notify_one();
     };
     let name = Some(json!({"Name": "Acme 2"}));
     let (updated, ()) = tokio::join!(send(&svc, &token, Method::PATCH, &item, name), webhook_meanwhile);
@@ -322,7 +297,7 @@ async fn a_local_write_during_a_forwarded_update_is_kept_and_pushed(db: Db) {
     let mirrored: Value = send(&svc, &token, Method::GET, &item, None).await.json().await.unwrap();
     let fields = (mirrored["Name"].as_str(), mirrored["Phone"].as_str());
     assert_eq!(fields, (Some("Acme 2"), Some("from the ERP")), "{mirrored}");
-    answers_held.notify_one();
+    held.answers.notify_one();
     push(&svc, &token, "update").await;
     let at_server = fake.records.lock().unwrap()[&id.parse::<i64>().unwrap()].clone();
     assert_eq!((&at_server["Name"], &at_server["Phone"]), (&json!("Acme 2"), &json!("from the ERP")));
