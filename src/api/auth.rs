@@ -15,10 +15,10 @@ use crate::vocabulary::address_group::AddressGroup;
 #[schemars(example = "LoginRequest::example")]
 pub struct LoginRequest {
     /// The user's email address.
-    #[schemars(regex(pattern = r"\S"))]
+    #[schemars(regex(pattern = r"\S"), length(max = 254))]
     pub email: String,
     /// The user's password.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 4096))]
     pub password: String,
 }
 

@@ -28,8 +28,9 @@ pub const MAX_FAILED_LOGINS: usize = 5;
 /// Failed logins from one address within [`THROTTLE_WINDOW`], whatever the emails (password
 /// spraying), before that address is refused.
 pub const MAX_FAILED_LOGINS_PER_ADDRESS: usize = 20;
-/// The longest password accepted, in bytes: argon2 hashes all of it.
-pub const MAX_PASSWORD_BYTES: usize = 4096;
+/// The longest password accepted, in characters (as the document's `maxLength` counts them):
+/// argon2 hashes all of it, at most 16 KiB of UTF-8.
+pub const MAX_PASSWORD_CHARS: usize = 4096;
 pub const THROTTLE_WINDOW: Duration = Duration::from_secs(60);
 /// A token's use is noted when its stored `last_used_at` is at least this old, and written in
 /// batches ([`last_used`]), so checking a token stays a read.
@@ -132,19 +133,22 @@ pub struct Authenticator {
     last_used: Arc<LastUsed>,
 }
 
-/// Email and password within their limits, checked before either is used or stored.
+/// Email and password within their limits, checked before either is used or stored. Counted in
+/// characters, as the login body's `maxLength` in the document: a client's validator and the
+/// service agree on what is too long. (An email longer than 254 bytes is refused at creation,
+/// so a login with one is answered 401, not 422.)
 fn check_lengths(email: &str, password: &str, errors: &mut FieldErrors) {
-    if email.len() > MAX_EMAIL_LEN {
+    if email.chars().count() > MAX_EMAIL_LEN {
         errors
             .entry("email".into())
             .or_default()
             .push(format!("The email may not be longer than {MAX_EMAIL_LEN} characters."));
     }
-    if password.len() > MAX_PASSWORD_BYTES {
+    if password.chars().count() > MAX_PASSWORD_CHARS {
         errors
             .entry("password".into())
             .or_default()
-            .push(format!("The password may not be longer than {MAX_PASSWORD_BYTES} bytes."));
+            .push(format!("The password may not be longer than {MAX_PASSWORD_CHARS} characters."));
     }
 }
 

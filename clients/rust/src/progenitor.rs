@@ -9771,6 +9771,9 @@ pub mod types {
         fn from_str(
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 254usize {
+                return Err("longer than 254 characters".into());
+            }
             static PATTERN: ::std::sync::LazyLock<::regress::Regex> = ::std::sync::LazyLock::new(||
             { ::regress::Regex::new("\\S").unwrap() });
             if PATTERN.find(value).is_none() {
@@ -9827,6 +9830,9 @@ pub mod types {
         fn from_str(
             value: &str,
         ) -> ::std::result::Result<Self, self::error::ConversionError> {
+            if value.chars().count() > 4096usize {
+                return Err("longer than 4096 characters".into());
+            }
             if value.chars().count() < 1usize {
                 return Err("shorter than 1 characters".into());
             }

@@ -306,6 +306,16 @@ fn records_read_and_written_have_one_identity() {
     }
 }
 
+/// The login body states the lengths the service checks (422 beyond), in characters as both
+/// count them: a client's validator refuses what the service would, and nothing else.
+#[test]
+fn the_login_body_states_the_lengths_checked() {
+    let doc: serde_json::Value = serde_json::from_str(&super::document()).unwrap();
+    let login = &doc["components"]["schemas"]["LoginRequest"]["properties"];
+    assert_eq!(login["email"]["maxLength"], crate::auth::MAX_EMAIL_LEN, "{login}");
+    assert_eq!(login["password"]["maxLength"], crate::auth::MAX_PASSWORD_CHARS, "{login}");
+}
+
 /// What client generators and strict validators need of every operation and schema: a
 /// description, snake-case operationIds, an example of each request body, the `4XX` range,
 /// and `x-request-id` on each answer.

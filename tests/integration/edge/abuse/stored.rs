@@ -45,6 +45,23 @@ async fn failed_logins_store_bounded_digests_and_spraying_is_throttled() {
     svc.stop().await;
 }
 
+/// The login limits count characters, as the document's `maxLength` does: the longest body a
+/// client's validator lets through is not refused as too long (a password of 4,096 two-byte
+/// characters; an email of 254 characters and more bytes, which no user has).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_limits_count_characters_as_the_document_does() {
+    let svc = TestService::start(Db::Sqlite, &[]).await;
+    let login = |email: String, password: String| {
+        svc.client.post(svc.url("/api/v1/login")).json(&json!({"email": email, "password": password})).checked()
+    };
+    error_body(login("a@example.com".into(), "é".repeat(4096)).await.unwrap(), 401).await;
+    let wide = format!("{}@example.com", "é".repeat(254 - "@example.com".len()));
+    error_body(login(wide, "whatever".into()).await.unwrap(), 401).await;
+    let body = error_body(login("a@example.com".into(), "é".repeat(4097)).await.unwrap(), 422).await;
+    assert!(body["errors"]["password"].is_array(), "{body}");
+    svc.stop().await;
+}
+
 /// The secret in the URL of the ERP webhook registration the tests below look for.
 const SECRET: &str = "s3cret-in-a-url";
 
