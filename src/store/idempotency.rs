@@ -34,6 +34,20 @@ pub enum NewKey {
 /// wait a request can ask for is 100 × 60 s.
 const ABANDONED_AFTER_MS: i64 = 2 * 60 * 60 * 1000;
 
+/// Stores a key reserved for a request: `$4` its body's hash, `$5` when.
+const INSERT_KEY: &str = "INSERT INTO idempotency_keys (user_id, route, idempotency_key, request_hash, created_at) \
+     VALUES ($1, $2, $3, $4, $5)";
+
+/// A statement on one key, which a user's route and key name: they are its `$1`, `$2` and `$3`.
+fn on_key(
+    statement: &'static str,
+    user_id: i64,
+    route: &str,
+    key: &str,
+) -> sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments> {
+    sqlx::query(statement).bind(user_id).bind(route).bind(key)
+}
+
 impl Store {
     /// Reserves `key` for a request with `hash` when it is not stored and the user stored fewer
     /// than `per_minute` keys within the last minute. Looked up, counted and stored in one
@@ -49,12 +63,12 @@ impl Store {
     ) -> Result<NewKey, StoreError> {
         let mut tx = self.write_transaction().await?;
         self.hold_user(&mut tx, user_id).await?;
-        let stored = sqlx::query(
+        let stored = on_key(
             "SELECT 1 AS stored FROM idempotency_keys WHERE user_id = $1 AND route = $2 AND idempotency_key = $3",
+            user_id,
+            route,
+            key,
         )
-        .bind(user_id)
-        .bind(route)
-        .bind(key)
         .fetch_optional(&mut *tx)
         .await?;
         if stored.is_some() {
@@ -63,16 +77,7 @@ impl Store {
         if let Some(seconds) = rate_reached_on(&mut tx, Rated::IdempotencyKeys, user_id, per_minute).await? {
             return Ok(NewKey::RateReached(seconds));
         }
-        sqlx::query(
-            "INSERT INTO idempotency_keys (user_id, route, idempotency_key, request_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(user_id)
-        .bind(route)
-        .bind(key)
-        .bind(hash)
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await?;
+        on_key(INSERT_KEY, user_id, route, key).bind(hash).bind(now_ms()).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(NewKey::Reserved)
     }
@@ -86,16 +91,7 @@ impl Store {
         hash: &str,
     ) -> Result<KeyState, StoreError> {
         let now = now_ms();
-        let inserted = sqlx::query(
-            "INSERT INTO idempotency_keys (user_id, route, idempotency_key, request_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(user_id)
-        .bind(route)
-        .bind(key)
-        .bind(hash)
-        .bind(now)
-        .execute(self.pool())
-        .await;
+        let inserted = on_key(INSERT_KEY, user_id, route, key).bind(hash).bind(now).execute(self.pool()).await;
         match inserted {
             Ok(_) => return Ok(KeyState::Reserved),
             Err(e) => match StoreError::from(e) {
@@ -103,13 +99,13 @@ impl Store {
                 other => return Err(other),
             },
         }
-        let row = sqlx::query(
+        let row = on_key(
             "SELECT request_hash, status_code, response_body, created_at FROM idempotency_keys \
              WHERE user_id = $1 AND route = $2 AND idempotency_key = $3",
+            user_id,
+            route,
+            key,
         )
-        .bind(user_id)
-        .bind(route)
-        .bind(key)
         .fetch_one(self.pool())
         .await?;
         let stored_hash: String = row.try_get("request_hash")?;
@@ -123,14 +119,14 @@ impl Store {
         }
         let created_at: i64 = row.try_get("created_at")?;
         if now - created_at > ABANDONED_AFTER_MS {
-            let taken = sqlx::query(
-                "UPDATE idempotency_keys SET created_at = $1 \
-                 WHERE user_id = $2 AND route = $3 AND idempotency_key = $4 AND created_at = $5 AND completed_at IS NULL",
+            let taken = on_key(
+                "UPDATE idempotency_keys SET created_at = $4 \
+                 WHERE user_id = $1 AND route = $2 AND idempotency_key = $3 AND created_at = $5 AND completed_at IS NULL",
+                user_id,
+                route,
+                key,
             )
             .bind(now)
-            .bind(user_id)
-            .bind(route)
-            .bind(key)
             .bind(created_at)
             .execute(self.pool())
             .await?;
@@ -149,16 +145,16 @@ impl Store {
         status: u16,
         body: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE idempotency_keys SET status_code = $1, response_body = $2, completed_at = $3 \
-             WHERE user_id = $4 AND route = $5 AND idempotency_key = $6",
+        on_key(
+            "UPDATE idempotency_keys SET status_code = $4, response_body = $5, completed_at = $6 \
+             WHERE user_id = $1 AND route = $2 AND idempotency_key = $3",
+            user_id,
+            route,
+            key,
         )
         .bind(i32::from(status))
         .bind(body)
         .bind(now_ms())
-        .bind(user_id)
-        .bind(route)
-        .bind(key)
         .execute(self.pool())
         .await?;
         Ok(())
@@ -166,12 +162,50 @@ impl Store {
 
     /// Frees a key whose request failed, so that a retry runs again.
     pub async fn release_idempotency_key(&self, user_id: i64, route: &str, key: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND route = $2 AND idempotency_key = $3 AND completed_at IS NULL")
-            .bind(user_id)
-            .bind(route)
-            .bind(key)
-            .execute(self.pool())
-            .await?;
+        on_key(
+            "DELETE FROM idempotency_keys WHERE user_id = $1 AND route = $2 AND idempotency_key = $3 AND completed_at IS NULL",
+            user_id,
+            route,
+            key,
+        )
+        .execute(self.pool())
+        .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key through each of its states, every statement on it run once: reserved, running,
+    /// abandoned and taken over, answered (no longer freed), and a running one freed.
+    #[tokio::test]
+    async fn a_key_is_reserved_taken_over_answered_and_freed() {
+        crate::store::testing::on_both_databases(async |store| {
+            let user = store.insert_user("Ada", "ada@example.com", "hash", false).await.unwrap().id;
+            let reserve = |key: &'static str| store.reserve_idempotency_key(user, "route", key, "h");
+            assert_eq!(reserve("k").await.unwrap(), KeyState::Reserved);
+            assert_eq!(reserve("k").await.unwrap(), KeyState::InProgress);
+            assert_eq!(store.reserve_idempotency_key(user, "route", "k", "other").await.unwrap(), KeyState::Mismatch);
+            sqlx::query("UPDATE idempotency_keys SET created_at = $1")
+                .bind(now_ms() - ABANDONED_AFTER_MS - 1)
+                .execute(store.pool())
+                .await
+                .unwrap();
+            assert_eq!(reserve("k").await.unwrap(), KeyState::Reserved, "an abandoned key is taken over");
+            assert_eq!(reserve("k").await.unwrap(), KeyState::InProgress);
+            store.complete_idempotency_key(user, "route", "k", 201, "{}").await.unwrap();
+            let answered = KeyState::Completed { status: 201, body: "{}".into() };
+            assert_eq!(reserve("k").await.unwrap(), answered);
+            store.release_idempotency_key(user, "route", "k").await.unwrap();
+            assert_eq!(reserve("k").await.unwrap(), answered, "an answered key stays");
+            let offer = || store.reserve_new_idempotency_key(user, "route", "j", "h", 10);
+            assert_eq!(offer().await.unwrap(), NewKey::Reserved);
+            assert_eq!(offer().await.unwrap(), NewKey::Stored);
+            store.release_idempotency_key(user, "route", "j").await.unwrap();
+            assert_eq!(offer().await.unwrap(), NewKey::Reserved, "a running key is freed");
+        })
+        .await;
     }
 }

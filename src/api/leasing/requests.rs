@@ -121,16 +121,14 @@ pub async fn leasing_create(
     let key = headers.into_inner().idempotency_key;
     let body = body.into_inner().into_inner();
     let context = rqctx.context();
-    let envelope = idempotency::once(
-        &context.store,
-        context.new_keys_per_minute,
-        caller.user.id,
-        "leasing.create",
-        key,
-        &body,
-        || async { Ok(RequestEnvelope::of(context.leasing.create(&body, caller.user.id).await?)) },
-    )
-    .await?;
+    let claim =
+        idempotency::claim(&context.store, context.new_keys_per_minute, caller.user.id, "leasing.create", key, &body)
+            .await?;
+    let envelope = claim
+        .once(&context.store, || async {
+            Ok(RequestEnvelope::of(context.leasing.create(&body, caller.user.id).await?))
+        })
+        .await?;
     Ok(HttpResponseCreated(envelope))
 }
 

@@ -172,24 +172,18 @@ impl Reservation {
     }
 }
 
-/// Runs `work` once per key; repeats replay the stored answer. A failed attempt frees its key.
-pub async fn once<T, F, Fut>(
-    store: &Store,
-    rate: NewKeysPerMinute,
-    user_id: i64,
-    route: &'static str,
-    key: Option<String>,
-    body: &Value,
-    work: F,
-) -> Result<T, ApiError>
-where
-    T: Serialize + DeserializeOwned,
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<T, ApiError>>,
-{
-    match claim(store, rate, user_id, route, key, body).await? {
-        Claim::Run(reservation) => reservation.finish(store, work().await.map_err(Failure::Repeatable)).await,
-        Claim::Answered(answer) => answer,
-        Claim::Running => Err(in_progress()),
+impl<T: Serialize> Claim<T> {
+    /// Runs `work` when the key is this request's; a repeat gets the stored answer back. A
+    /// failed attempt frees its key.
+    pub async fn once<F, Fut>(self, store: &Store, work: F) -> Result<T, ApiError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, ApiError>>,
+    {
+        match self {
+            Claim::Run(reservation) => reservation.finish(store, work().await.map_err(Failure::Repeatable)).await,
+            Claim::Answered(answer) => answer,
+            Claim::Running => Err(in_progress()),
+        }
     }
 }

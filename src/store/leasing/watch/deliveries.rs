@@ -37,7 +37,7 @@ pub enum Retried {
 }
 
 /// A claimed delivery with what sending it needs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DeliveryWork {
     pub id: i64,
     pub subscription_id: String,
@@ -149,7 +149,7 @@ impl Store {
                 .await?;
         }
         // One read for the whole claim: `owner` names this claim alone.
-        let rows = sqlx::query(
+        Ok(sqlx::query_as::<_, DeliveryWork>(
             "SELECT d.id, d.subscription_id, d.attempts, d.created_at, e.id AS event_id, e.payload, \
              e.created_at AS event_created_at, COALESCE((SELECT MAX(o.finished_at) FROM leasing_deliveries o \
              WHERE o.subscription_id = d.subscription_id AND o.financing_id = d.financing_id AND o.id < d.id \
@@ -162,21 +162,7 @@ impl Store {
         .persistent(false)
         .bind(owner)
         .fetch_all(self.pool())
-        .await?;
-        let mut work = Vec::with_capacity(rows.len());
-        for row in &rows {
-            work.push(DeliveryWork {
-                id: row.try_get("id")?,
-                subscription_id: row.try_get("subscription_id")?,
-                attempts: row.try_get("attempts")?,
-                created_at: row.try_get("created_at")?,
-                in_line_since: row.try_get("in_line_since")?,
-                event_id: row.try_get("event_id")?,
-                payload: row.try_get("payload")?,
-                event_created_at: row.try_get("event_created_at")?,
-            });
-        }
-        Ok(work)
+        .await?)
     }
 
     /// Where a delivery to `subscription_id` goes now and what signs it; `None` once the
