@@ -18,7 +18,7 @@
 //! answered with a server error, busy or away (a 5xx but 501 Not Implemented, or a refusal
 //! asking for a wait) fails the listing, as the same answer to a page does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use generated::fieldreport::EntityInfo;
 use serde_json::Value;
@@ -94,6 +94,24 @@ impl Range {
         (!terms.is_empty()).then(|| terms.join(" and "))
     }
 
+    /// The parts of the whole range but for every run of at least [`WINDOW`] consecutive Ids
+    /// that `read` holds: no other record has an Id within such a run, so it need not be
+    /// listed (a set read whole lists nothing again). Shorter runs are listed: each part costs
+    /// at least a list and a count, more than a run shorter than a window saves.
+    fn around(read: &HashSet<String>) -> Vec<Range> {
+        let mut ids: Vec<i128> = read.iter().filter_map(|id| id.parse::<i64>().ok()).map(i128::from).collect();
+        ids.sort_unstable();
+        let mut parts = Vec::new();
+        let mut lo = Range::ALL.lo;
+        for run in ids.chunk_by(|a, b| b - a == 1).filter(|run| run.len() >= WINDOW) {
+            parts.push(Range { lo, hi: run[0] - 1 });
+            lo = run[run.len() - 1];
+        }
+        parts.push(Range { lo, hi: Range::ALL.hi });
+        parts.retain(|part| part.hi > part.lo);
+        parts
+    }
+
     fn holds(&self, id: i64) -> bool {
         (self.lo..=self.hi).contains(&i128::from(id)) && i128::from(id) != self.lo
     }
@@ -121,20 +139,31 @@ impl FieldReportService {
     /// Every Id the field-report system has in the set, with its version (see the module's
     /// description); the lease is renewed with every request.
     pub(super) async fn upstream_ids(&self, info: &EntityInfo, owner: &str) -> Result<UpstreamIds, FieldReportError> {
-        self.upstream_ids_within(info, owner, None).await
+        self.upstream_ids_in(info, owner, None, vec![Range::ALL]).await
     }
 
-    /// The Ids of the records the `$filter` `within` holds (every one without), with their
-    /// versions, read as [`Self::upstream_ids`] reads them: a sync checks with it what it read
-    /// in key order.
-    pub(super) async fn upstream_ids_within(
+    /// The Ids of the records the `$filter` `within` holds, with their versions, read as
+    /// [`Self::upstream_ids`] reads them, but for the runs of consecutive Ids that `read` holds
+    /// (see [`Range::around`]): a sync checks with it what it read in key order.
+    pub(super) async fn upstream_ids_besides(
+        &self,
+        info: &EntityInfo,
+        owner: &str,
+        within: &str,
+        read: &HashSet<String>,
+    ) -> Result<UpstreamIds, FieldReportError> {
+        self.upstream_ids_in(info, owner, Some(within), Range::around(read)).await
+    }
+
+    /// The Ids of the records the `$filter` `within` holds (every one without) in `ranges`.
+    async fn upstream_ids_in(
         &self,
         info: &EntityInfo,
         owner: &str,
         within: Option<&str>,
+        mut ranges: Vec<Range>,
     ) -> Result<UpstreamIds, FieldReportError> {
         let mut read = UpstreamIds::default();
-        let mut ranges = vec![Range::ALL];
         while let Some(range) = ranges.pop() {
             let known = read.versions.len();
             let listed = self.list_ids(info, owner, &range, within, &mut read.versions).await?;
@@ -257,6 +286,8 @@ impl FieldReportService {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::Range;
 
     #[test]
@@ -287,5 +318,19 @@ mod tests {
             }
         }
         assert_eq!(Range::ALL.halves(&[]).len(), 2);
+    }
+
+    /// Runs of a window of consecutive Ids read are left out, shorter ones and the gaps kept.
+    #[test]
+    fn runs_read_whole_are_not_listed() {
+        let ids = |ids: &mut dyn Iterator<Item = i64>| ids.map(|id| id.to_string()).collect::<HashSet<_>>();
+        assert_eq!(Range::around(&ids(&mut (1..=499))), [Range::ALL]);
+        let read = ids(&mut (1..=500).chain(600..=1_099).chain([2_000]));
+        assert_eq!(
+            Range::around(&read),
+            [Range { lo: Range::ALL.lo, hi: 0 }, Range { lo: 500, hi: 599 }, Range { lo: 1_099, hi: Range::ALL.hi }]
+        );
+        let ends = ids(&mut (i64::MIN..i64::MIN + 500).chain(i64::MAX - 499..=i64::MAX));
+        assert_eq!(Range::around(&ends), [Range { lo: i128::from(i64::MIN + 499), hi: i128::from(i64::MAX - 500) }]);
     }
 }

@@ -271,6 +271,36 @@ impl Filter {
         Some(KeyStart { stamp: Stamp::parse(stamp), after_id: Some(id), strict: true })
     }
 
+    /// The Ids this filter can hold, as its `Id` comparisons joined by `and` bound them (every
+    /// Id without one): a set kept by Id looks at these alone, not at every record (a sync's
+    /// check lists and counts its window in ranges of Ids). When they hold none, a single Id
+    /// that the filter does not hold (a range never runs backwards).
+    pub fn id_bounds(&self) -> std::ops::RangeInclusive<i64> {
+        let (mut lo, mut hi) = (i128::from(i64::MIN), i128::from(i64::MAX));
+        self.narrow_ids(&mut lo, &mut hi);
+        let within = |n: i128| n.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        let hi = within(hi);
+        within(lo).min(hi)..=hi
+    }
+
+    fn narrow_ids(&self, lo: &mut i128, hi: &mut i128) {
+        match self {
+            Filter::And(terms) => terms.iter().for_each(|term| term.narrow_ids(lo, hi)),
+            Filter::Compare { field, op, value, .. } if field == "Id" => {
+                let Ok(n) = value.strip_suffix('L').unwrap_or(value).parse::<i64>().map(i128::from) else { return };
+                match op {
+                    Comparison::Gt => *lo = (*lo).max(n + 1),
+                    Comparison::Ge => *lo = (*lo).max(n),
+                    Comparison::Lt => *hi = (*hi).min(n - 1),
+                    Comparison::Le => *hi = (*hi).min(n),
+                    Comparison::Eq => (*lo, *hi) = ((*lo).max(n), (*hi).min(n)),
+                    Comparison::Ne => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// The id a filter `Id gt <n>L` starts above, if it is one.
     pub fn id_above(&self) -> Option<i64> {
         let value = self.compares("Id", Comparison::Gt)?;
@@ -285,6 +315,17 @@ mod tests {
 
     fn record(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn ids_are_bounded_by_the_comparisons_joined_by_and() {
+        let bounds = |text: &str| Filter::parse(text).unwrap().id_bounds();
+        assert_eq!(bounds("(Name eq 'a' or Id lt 3L) and Id gt 5L and Id le 9L"), 6..=9);
+        assert_eq!(bounds("Id ge 5 and (Id lt 7L and Id ne 6L)"), 5..=6);
+        assert_eq!(bounds("Id lt 5L or Id gt 9L"), i64::MIN..=i64::MAX);
+        assert_eq!(bounds("Id eq 4L"), 4..=4);
+        assert_eq!(bounds(&format!("Id gt {}L", i64::MAX)), i64::MAX..=i64::MAX);
+        assert_eq!(bounds("Id gt 9L and Id lt 5L"), 4..=4);
     }
 
     #[test]

@@ -1,20 +1,24 @@
-//! Checking what a sync read in key order against the server's count.
+//! Checking what a sync read in key order against the server's listing of the same records.
 //!
 //! Each query of a sync goes on after the last key read, which is right only when the server
 //! sent the first records of its order: a server that ignores `$orderby` and pages below what is
 //! asked sends others, often in key order within the page, so no look at a page tells it, and
 //! the records before the last key that it left out are never asked for again. The records never
 //! modified, read first in Id order (`Id gt <last>`), are skipped the same way. Once the pages
-//! are read, the server counts, for each part of the sync that read a record, the records of
-//! that part (`<Set>/$count?$filter=…`): those never modified that the sync asked for, and those
-//! stamped from where it started until a step after the newest stamp it read (see
-//! [`ReadSince::add`]). When it counts more than the sync read, the Ids of those records are
-//! listed as a reconciling lists them ([`FieldReportService::upstream_ids_within`], halving
-//! until every part lists what it counts) and the ones the sync did not read are fetched by Id.
-//! A server that cannot count, or whose counts never meet what it lists, leaves the sync as it
-//! read, and its report says so. A count the server answers with a server error, busy or away
-//! (a 5xx but 501 Not Implemented, or any refusal asking for a wait) fails the sync, as the
-//! same answer to a page does.
+//! are read, the Ids of the records of each part of the sync that read a record are listed as a
+//! reconciling lists them ([`FieldReportService::upstream_ids_besides`], each page checked
+//! against the server's count of its range, halving until every part lists what it counts):
+//! those never modified that the sync asked for, and those stamped from where it started until
+//! a step after the newest stamp it read (see [`ReadSince::add`]). The ones the sync did not
+//! read are fetched by Id. A count of the whole part cannot stand for the listing: a record the
+//! sync read that another client deleted (or changed past the part's end) before the count
+//! leaves it one short, as many as were read when the paging skipped one. Runs of a listing
+//! window of consecutive Ids that the sync read are not listed (no other record has an Id
+//! there), so a set read whole costs a few requests more. A server that cannot count, or whose
+//! counts never meet what it lists, leaves the sync with what it read and listed, and its report
+//! says so. A count the server answers with a server error, busy or away (a 5xx but 501 Not
+//! Implemented, or any refusal asking for a wait) fails the sync, as the same answer to a page
+//! does.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -26,7 +30,7 @@ use super::query::{Forms, From};
 use crate::fieldreport::service::{FieldReportError, FieldReportService};
 use crate::vocabulary::stamp::Stamp;
 
-/// The records a sync read from where it started: what the server must count.
+/// The records a sync read from where it started: what the server must list.
 pub(super) struct ReadSince {
     /// Where the sync started: with the records never modified (see [`super::query::start`]).
     start: From,
@@ -49,10 +53,10 @@ impl ReadSince {
 
     /// A record read, with its `DateModified`. A server that keeps finer stamps than it writes
     /// keeps a stamp it writes `T` before `T` plus its step (after `T` when it cuts the digits
-    /// off, within half a step when it rounds them): the window counted ends before the newest
-    /// stamp read plus the widest step read, so that every record read is counted. (Ending at
-    /// the newest stamp, the records kept after it were read and not counted, and as many
-    /// skipped records went unseen.)
+    /// off, within half a step when it rounds them): the window listed ends before the newest
+    /// stamp read plus the widest step read, so that it holds every record stamped as one read,
+    /// wherever the server keeps it. (Ending at the newest stamp, a record the paging skipped
+    /// that the server keeps after it went unseen.)
     pub(super) fn add(&mut self, id: &str, modified: &Stamp) {
         if !self.from.precedes(&(modified.clone(), i64::MIN)) {
             return;
@@ -64,7 +68,7 @@ impl ReadSince {
         self.ids.insert(id.to_string());
     }
 
-    /// A record never modified read, with its `DateOfCreation`: counted when the start's filter
+    /// A record never modified read, with its `DateOfCreation`: kept when the start's filter
     /// holds it (created since the window, or without a `DateOfCreation`).
     pub(super) fn add_unmodified(&mut self, id: &str, created: Option<&Stamp>) {
         let since = match &self.start {
@@ -76,8 +80,8 @@ impl ReadSince {
         }
     }
 
-    /// Each `$filter` the server counts, its stamps written as `forms` says, with the Ids the
-    /// sync read of it. A part of the sync that read nothing is not counted: its first query
+    /// Each `$filter` the server lists, its stamps written as `forms` says, with the Ids the
+    /// sync read of it. A part of the sync that read nothing is not listed: its first query
     /// answered no record, so none was skipped after a key.
     fn windows(&self, forms: Forms) -> Vec<(String, &HashSet<String>)> {
         let mut windows = Vec::new();
@@ -101,7 +105,7 @@ impl ReadSince {
 }
 
 impl FieldReportService {
-    /// Checks `read` against the server's count (see the module's description) and fetches by
+    /// Checks `read` against the server's listing (see the module's description) and fetches by
     /// Id what the sync skipped, counting it in `report`; records deleted here are not fetched.
     pub(super) async fn verify_sync(
         &self,
@@ -114,21 +118,17 @@ impl FieldReportService {
     ) -> Result<(), FieldReportError> {
         let mut skipped = Vec::new();
         for (window, ids) in read.windows(forms) {
-            match self.count_records(info, Some(&window)).await? {
-                None => report.unverified = true,
-                Some(counted) if counted > ids.len() as u64 => {
-                    let listed = self.upstream_ids_within(info, owner, Some(&window)).await?;
-                    report.unverified |= listed.unverified;
-                    skipped.extend(
-                        listed
-                            .versions
-                            .into_keys()
-                            .chain(listed.counted_unlisted)
-                            .filter(|id| !ids.contains(id) && !deleted_here.contains(id)),
-                    );
-                }
-                Some(_) => {}
-            }
+            // Every record of the window is listed, whatever a count of it says: a record read
+            // and deleted (or changed past the window) before the count hides one skipped.
+            let listed = self.upstream_ids_besides(info, owner, &window, ids).await?;
+            report.unverified |= listed.unverified;
+            skipped.extend(
+                listed
+                    .versions
+                    .into_keys()
+                    .chain(listed.counted_unlisted)
+                    .filter(|id| !ids.contains(id) && !deleted_here.contains(id)),
+            );
         }
         if !skipped.is_empty() {
             skipped.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
@@ -148,10 +148,10 @@ mod tests {
         read.windows(forms).into_iter().map(|(filter, ids)| (filter, ids.len())).collect()
     }
 
-    /// The records never modified are counted as the sync asked for them; the others until a
+    /// The records never modified are listed as the sync asked for them; the others until a
     /// step after the newest stamp read, the widest step read.
     #[test]
-    fn each_part_read_is_counted_to_where_the_server_keeps_it() {
+    fn each_part_read_is_listed_to_where_the_server_keeps_it() {
         let forms = [Literal(Some("datetimeoffset")), Literal::DESCRIBED];
         let mut read = ReadSince::new(start(Some("2026-01-01T00:05:00"), Duration::from_secs(300)));
         assert!(ids(&read, forms).is_empty(), "nothing read, nothing skipped after a key");

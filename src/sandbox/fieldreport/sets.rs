@@ -73,7 +73,10 @@ impl FieldReport {
             None if let Some(above) = filter.as_ref().and_then(|(_, f)| f.id_above()) => {
                 Box::new(all.range(above.saturating_add(1)..).map(|(_, record)| record).skip(skip))
             }
-            None => Box::new(all.values().filter(matching).skip(skip)),
+            None => {
+                let ids = filter.as_ref().map_or(i64::MIN..=i64::MAX, |(_, f)| f.id_bounds());
+                Box::new(all.range(ids).map(|(_, record)| record).filter(matching).skip(skip))
+            }
         };
         let window: Vec<&Stored> = candidates.take(limit.saturating_add(1)).collect();
         let more = window.len() > limit;
@@ -130,7 +133,10 @@ impl FieldReport {
             None => None,
         };
         let sets = self.sets.lock().expect("lock");
-        let records = sets.get(set).map(|all| all.values());
+        // Only the records within the filter's bounds of Ids are looked at, as a server's index
+        // would: a sync's check counts its window in ranges of Ids.
+        let ids = filter.as_ref().map_or(i64::MIN..=i64::MAX, Filter::id_bounds);
+        let records = sets.get(set).map(|all| all.range(ids).map(|(_, record)| record));
         let count =
             records.map_or(0, |all| all.filter(|r| filter.as_ref().is_none_or(|f| f.matches(&r.fields))).count());
         http::Response::builder()
