@@ -10,6 +10,7 @@ use crate::store::StoreError;
 use crate::store::fieldreport::records::MirrorRecord;
 use crate::upstream::UpstreamError;
 use crate::vocabulary::json_integer::json_integer;
+use generated::fieldreport::SYSTEM_FIELDS;
 
 /// `upstream`'s fields over `document`, its annotations left out.
 fn overlay(document: &mut Value, upstream: &Value) {
@@ -29,6 +30,27 @@ pub(in crate::fieldreport) fn answered(written: MirrorRecord, answer: &Value) ->
     document["Id"] = Value::String(written.id.clone());
     document["Version"] = Value::from(version);
     MirrorRecord { id: written.id, version, document }
+}
+
+/// `replacement` as it lands on the stored document `now`. When a local write of the record
+/// waits for a push (`pending`: an ERP webhook's, which leaves the Version as it was), its
+/// fields stay over the replacement's, so that `post` sends them on top: the fields of `now`
+/// that differ from `read`, the stored document the replacement was made from (its own
+/// changes are in the replacement). Without one (`None`: the replacement is the upstream's
+/// copy, which holds none of the local write, and the pending document is what `post` sends,
+/// as a sync leaves it) every field of `now` stays, but the record's identity and the fields
+/// the upstream sets itself.
+fn keeping_local(replacement: &MirrorRecord, read: Option<&Value>, now: Value, pending: bool) -> MirrorRecord {
+    let mut document = replacement.document.clone();
+    if let (true, Value::Object(target), Value::Object(now)) = (pending, &mut document, now) {
+        let read = read.and_then(Value::as_object);
+        let upstreams = |key: &str| key == "Id" || key == "Version" || SYSTEM_FIELDS.contains(&key);
+        let local = now
+            .into_iter()
+            .filter(|(key, value)| !upstreams(key) && read.is_none_or(|read| read.get(key) != Some(value)));
+        target.extend(local);
+    }
+    MirrorRecord { document, ..replacement.clone() }
 }
 
 impl FieldReportService {
@@ -95,8 +117,25 @@ impl FieldReportService {
         Ok(Some(crate::upstream::parse_json(crate::upstream::System::FieldReport, first.get())?))
     }
 
+    /// Replaces the stored record, if still at `expected_version`, with `replacement`,
+    /// keeping a local write of it that waits for a push (see [`keeping_local`]: `read` is the
+    /// stored document the replacement was made from, none for the upstream's copy); the
+    /// record written, `None` when its version changed or it is gone. A local write leaves the
+    /// version as it was, so a replace checked by version alone lost it.
+    pub(in crate::fieldreport) async fn replace_keeping_local(
+        &self,
+        entity: &EntityInfo,
+        replacement: &MirrorRecord,
+        expected_version: i64,
+        read: Option<&Value>,
+    ) -> Result<Option<MirrorRecord>, FieldReportError> {
+        let write = |now, pending| keeping_local(replacement, read, now, pending);
+        Ok(self.store.mirror_replace_with(entity.route, &replacement.id, expected_version, write).await?)
+    }
+
     /// The mirror takes the upstream's copy of a record: its fields over the stored document
-    /// (a record read by key carries no expanded relations; the stored ones are kept).
+    /// (a record read by key carries no expanded relations; the stored ones are kept), but
+    /// those of a local write waiting for a push.
     pub(in crate::fieldreport) async fn take_upstream(
         &self,
         entity: &EntityInfo,
@@ -106,13 +145,12 @@ impl FieldReportService {
         let mut document = stored.document.clone();
         overlay(&mut document, upstream);
         let record = MirrorRecord { id: stored.id.clone(), version: version_of(upstream), document };
-        if !self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
-            return Err(FieldReportError::Conflict(format!(
+        self.replace_keeping_local(entity, &record, stored.version, None).await?.ok_or_else(|| {
+            FieldReportError::Conflict(format!(
                 "{} record {} was changed by another request; read it again and retry",
                 entity.route, record.id
-            )));
-        }
-        Ok(record)
+            ))
+        })
     }
 
     /// Puts a record back after the upstream refused its delete: as the upstream holds it when

@@ -252,17 +252,8 @@ impl FieldReportService {
         // A local write (an ERP webhook's, pending for `post`) made while the upstream was
         // called leaves the version as read: its fields stay over this write's, and it stays
         // pending, so that `post` sends it on top. Replacing the document lost it for good.
-        let keeping_local = |now: Value, pending: bool| {
-            let mut document = record.document.clone();
-            if let (true, Value::Object(target), Value::Object(now), Value::Object(read)) =
-                (pending, &mut document, &now, &stored.document)
-            {
-                let local = now.iter().filter(|(key, value)| read.get(*key) != Some(*value));
-                target.extend(local.map(|(key, value)| (key.clone(), value.clone())));
-            }
-            MirrorRecord { document, ..record.clone() }
-        };
-        if self.store.mirror_replace_with(entity.route, &record.id, stored.version, keeping_local).await? {
+        let read = Some(&stored.document);
+        if self.replace_keeping_local(entity, &record, stored.version, read).await?.is_some() {
             return Ok(WriteOutcome { data: record.document, upstream: Some(upstream) });
         }
         // The upstream took this write at its version, so a mirror already at that version
@@ -274,7 +265,7 @@ impl FieldReportService {
         let now = self.store.mirror_get(entity.route, &record.id).await?.map(|now| now.version);
         let stands = match now {
             Some(now) if now > version => true,
-            Some(now) if now == version => self.store.mirror_replace(entity.route, &record, version, None).await?,
+            Some(now) if now == version => self.replace_keeping_local(entity, &record, version, read).await?.is_some(),
             _ => false,
         };
         if stands {
