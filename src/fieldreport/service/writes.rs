@@ -4,7 +4,7 @@ use generated::fieldreport::EntityInfo;
 
 use serde_json::{Map, Value};
 
-use super::upstream::answered;
+use super::upstream::{Kept, Removed, answered};
 use super::{
     FieldReportError, FieldReportService, MAX_ID_LEN, WriteOutcome, invalid, record_id, version_of,
     without_system_fields,
@@ -131,47 +131,32 @@ impl FieldReportService {
         if let Some(answer) = &upstream {
             record = answered(record, answer);
         }
-        let pending = (!forward).then_some("create");
-        let record = match self.store.mirror_insert(entity.route, &record, pending).await {
-            Ok(()) => record,
-            Err(StoreError::Duplicate(_)) if forward => self.created_meanwhile(entity, record).await?,
-            Err(StoreError::Duplicate(_)) => {
-                return Err(FieldReportError::Conflict(format!(
-                    "{} record {} exists already",
-                    entity.route, record.id
-                )));
-            }
-            Err(other) => return Err(other.into()),
-        };
-        Ok(WriteOutcome { data: record.document, upstream })
-    }
-
-    /// The mirror holds the Id the field-report system has just given a new record: a sync
-    /// read the record between the server's answer and this write of it (the server's Ids
-    /// are its own, so it is the same record). The create stands, as the server made it; the
-    /// mirror keeps the newer copy. Answering 409 here told the client that a record the
-    /// server holds was not made, and its retry made a second one.
-    async fn created_meanwhile(
-        &self,
-        entity: &EntityInfo,
-        record: MirrorRecord,
-    ) -> Result<MirrorRecord, FieldReportError> {
-        for _ in 0..3 {
-            let Some(stored) = self.store.mirror_get(entity.route, &record.id).await? else {
-                // Removed again meanwhile: the create stands as the server answered it.
-                return Ok(record);
+        if forward {
+            // The mirror may hold the Id the field-report system has just given the record: a
+            // sync read it between the server's answer and this write (the server's Ids are
+            // its own, so it is the same record). The create stands, as the server made it
+            // (answering 409 told the client that a record the server holds was not made, and
+            // its retry made a second one); the mirror keeps the newer copy.
+            let record = match self.keep_newer(entity, &record, Removed::Leave).await? {
+                Kept::Copy(kept) => kept,
+                Kept::Removed => record,
+                Kept::Contended => {
+                    return Err(FieldReportError::Conflict(format!(
+                        "{} record {} was made at the field-report system and is being changed here meanwhile; read \
+                         it again",
+                        entity.route, record.id
+                    )));
+                }
             };
-            if stored.version >= record.version {
-                return Ok(stored);
-            }
-            if self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
-                return Ok(record);
-            }
+            return Ok(WriteOutcome { data: record.document, upstream });
         }
-        Err(FieldReportError::Conflict(format!(
-            "{} record {} was made at the field-report system and is being changed here meanwhile; read it again",
-            entity.route, record.id
-        )))
+        match self.store.mirror_insert(entity.route, &record, Some("create")).await {
+            Ok(()) => Ok(WriteOutcome { data: record.document, upstream }),
+            Err(StoreError::Duplicate(_)) => {
+                Err(FieldReportError::Conflict(format!("{} record {} exists already", entity.route, record.id)))
+            }
+            Err(other) => Err(other.into()),
+        }
     }
 
     /// Updates a record at the field-report system (the body deep-merged over the stored
