@@ -5,11 +5,12 @@ use generated::fieldreport::EntityInfo;
 
 use serde_json::Value;
 
-use super::{FieldReportError, FieldReportService, is_annotation, not_applied, version_of};
+use super::{FieldReportError, FieldReportService, is_annotation, not_applied};
 use crate::store::StoreError;
 use crate::store::fieldreport::records::MirrorRecord;
 use crate::upstream::UpstreamError;
 use crate::vocabulary::json_integer::json_integer;
+use generated::fieldreport::SYSTEM_FIELDS;
 
 /// `upstream`'s fields over `document`, its annotations left out.
 fn overlay(document: &mut Value, upstream: &Value) {
@@ -29,6 +30,46 @@ pub(in crate::fieldreport) fn answered(written: MirrorRecord, answer: &Value) ->
     document["Id"] = Value::String(written.id.clone());
     document["Version"] = Value::from(version);
     MirrorRecord { id: written.id, version, document }
+}
+
+/// `replacement` as it lands on the stored document `now`. When a local write of the record
+/// waits for a push (`pending`: an ERP webhook's, which leaves the Version as it was), its
+/// fields stay over the replacement's, so that `post` sends them on top: the fields of `now`
+/// that differ from `read`, the stored document the replacement was made from (its own
+/// changes are in the replacement). Without one (`None`: the replacement is the upstream's
+/// copy, which holds none of the local write, and the pending document is what `post` sends,
+/// as a sync leaves it) every field of `now` stays, but the record's identity and the fields
+/// the upstream sets itself.
+fn keeping_local(replacement: &MirrorRecord, read: Option<&Value>, now: Value, pending: bool) -> MirrorRecord {
+    let mut document = replacement.document.clone();
+    if let (true, Value::Object(target), Value::Object(now)) = (pending, &mut document, now) {
+        let read = read.and_then(Value::as_object);
+        let upstreams = |key: &str| key == "Id" || key == "Version" || SYSTEM_FIELDS.contains(&key);
+        let local = now
+            .into_iter()
+            .filter(|(key, value)| !upstreams(key) && read.is_none_or(|read| read.get(key) != Some(value)));
+        target.extend(local);
+    }
+    MirrorRecord { document, ..replacement.clone() }
+}
+
+/// What [`FieldReportService::keep_newer`] does with a record removed from the mirror meanwhile.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(in crate::fieldreport) enum Removed {
+    /// Leaves it removed: a create stands as the upstream answered it.
+    Leave,
+    /// Inserts it again: a record put back after a refused delete.
+    InsertAgain,
+}
+
+/// What the mirror holds after [`FieldReportService::keep_newer`].
+pub(in crate::fieldreport) enum Kept {
+    /// This copy of the record: the one given, or a newer one stored meanwhile.
+    Copy(MirrorRecord),
+    /// Nothing: the record was removed meanwhile and left so.
+    Removed,
+    /// The record as written by others, which changed it on every try.
+    Contended,
 }
 
 impl FieldReportService {
@@ -95,61 +136,91 @@ impl FieldReportService {
         Ok(Some(crate::upstream::parse_json(crate::upstream::System::FieldReport, first.get())?))
     }
 
+    /// Replaces the stored record, if still at `expected_version`, with `replacement`,
+    /// keeping a local write of it that waits for a push (see [`keeping_local`]: `read` is the
+    /// stored document the replacement was made from, none for the upstream's copy); the
+    /// record written, `None` when its version changed or it is gone. A local write leaves the
+    /// version as it was, so a replace checked by version alone lost it.
+    pub(in crate::fieldreport) async fn replace_keeping_local(
+        &self,
+        entity: &EntityInfo,
+        replacement: &MirrorRecord,
+        expected_version: i64,
+        read: Option<&Value>,
+    ) -> Result<Option<MirrorRecord>, FieldReportError> {
+        let write = |now, pending| keeping_local(replacement, read, now, pending);
+        Ok(self.store.mirror_replace_with(entity.route, &replacement.id, expected_version, write).await?)
+    }
+
     /// The mirror takes the upstream's copy of a record: its fields over the stored document
-    /// (a record read by key carries no expanded relations; the stored ones are kept).
+    /// (a record read by key carries no expanded relations; the stored ones are kept), but
+    /// those of a local write waiting for a push, at its `Version` (the stored one when it
+    /// has none, see [`answered`]).
     pub(in crate::fieldreport) async fn take_upstream(
         &self,
         entity: &EntityInfo,
         stored: &MirrorRecord,
         upstream: &Value,
     ) -> Result<MirrorRecord, FieldReportError> {
-        let mut document = stored.document.clone();
-        overlay(&mut document, upstream);
-        let record = MirrorRecord { id: stored.id.clone(), version: version_of(upstream), document };
-        if !self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
-            return Err(FieldReportError::Conflict(format!(
+        let record = answered(stored.clone(), upstream);
+        self.replace_keeping_local(entity, &record, stored.version, None).await?.ok_or_else(|| {
+            FieldReportError::Conflict(format!(
                 "{} record {} was changed by another request; read it again and retry",
                 entity.route, record.id
-            )));
-        }
-        Ok(record)
+            ))
+        })
     }
 
     /// Puts a record back after the upstream refused its delete: as the upstream holds it when
-    /// that is known (`upstream`), else as it was. A sync that ran while the delete was in
-    /// flight skipped the record (its tombstone) and moved its cursor past the record's later
-    /// changes, so the copy read before the delete stayed behind until a reconciling. A sync
-    /// whose tombstones were read before the delete may have stored the record meanwhile: the
-    /// newer of the two copies stays (inserting failed, and the refusal was answered 500).
+    /// that is known (`upstream`; at the stored `Version` when that copy has none), else as it
+    /// was. A sync that ran while the delete was in flight skipped the record (its tombstone)
+    /// and moved its cursor past the record's later changes, so the copy read before the
+    /// delete stayed behind until a reconciling. A sync whose tombstones were read before the
+    /// delete may have stored the record meanwhile: the newer of the two copies stays
+    /// (inserting failed, and the refusal was answered 500); one removed meanwhile is put back.
     pub(in crate::fieldreport) async fn restore(
         &self,
         entity: &EntityInfo,
         stored: &MirrorRecord,
         upstream: Option<&Value>,
     ) -> Result<(), FieldReportError> {
-        let record = match upstream {
-            Some(upstream) => {
-                let mut document = stored.document.clone();
-                overlay(&mut document, upstream);
-                MirrorRecord { id: stored.id.clone(), version: version_of(upstream), document }
-            }
-            None => stored.clone(),
-        };
+        let record = upstream.map_or_else(|| stored.clone(), |upstream| answered(stored.clone(), upstream));
         self.store.mirror_forget_tombstone(entity.route, &stored.id).await?;
-        for _ in 0..3 {
-            match self.store.mirror_insert(entity.route, &record, None).await {
-                Ok(()) => return Ok(()),
-                Err(StoreError::Duplicate(_)) => {}
-                Err(other) => return Err(other.into()),
+        // Written again and again meanwhile: the mirror holds the record, by the latest writer.
+        self.keep_newer(entity, &record, Removed::InsertAgain).await?;
+        Ok(())
+    }
+
+    /// Stores `record`, the upstream's copy, where a sync may store the record meanwhile: it
+    /// is inserted while the key is free; else the newer copy stays (the stored one at the
+    /// same or a later `Version`; otherwise `record` replaces it, keeping a local write that
+    /// waits for a push). One removed meanwhile is left removed, or inserted again, as
+    /// `removed` says. Tried three times while other writers change the record.
+    pub(in crate::fieldreport) async fn keep_newer(
+        &self,
+        entity: &EntityInfo,
+        record: &MirrorRecord,
+        removed: Removed,
+    ) -> Result<Kept, FieldReportError> {
+        for attempt in 0..3 {
+            if attempt == 0 || removed == Removed::InsertAgain {
+                match self.store.mirror_insert(entity.route, record, None).await {
+                    Ok(()) => return Ok(Kept::Copy(record.clone())),
+                    Err(StoreError::Duplicate(_)) => {}
+                    Err(other) => return Err(other.into()),
+                }
             }
-            let Some(now) = self.store.mirror_get(entity.route, &record.id).await? else { continue };
-            if now.version >= record.version
-                || self.store.mirror_replace(entity.route, &record, now.version, None).await?
-            {
-                return Ok(());
+            match self.store.mirror_get(entity.route, &record.id).await? {
+                None if removed == Removed::Leave => return Ok(Kept::Removed),
+                None => {}
+                Some(stored) if stored.version >= record.version => return Ok(Kept::Copy(stored)),
+                Some(stored) => {
+                    if let Some(written) = self.replace_keeping_local(entity, record, stored.version, None).await? {
+                        return Ok(Kept::Copy(written));
+                    }
+                }
             }
         }
-        // Written again and again meanwhile: the mirror holds the record, by the latest writer.
-        Ok(())
+        Ok(Kept::Contended)
     }
 }

@@ -4,7 +4,7 @@ use generated::fieldreport::EntityInfo;
 
 use serde_json::{Map, Value};
 
-use super::upstream::answered;
+use super::upstream::{Kept, Removed, answered};
 use super::{
     FieldReportError, FieldReportService, MAX_ID_LEN, WriteOutcome, invalid, record_id, version_of,
     without_system_fields,
@@ -131,47 +131,32 @@ impl FieldReportService {
         if let Some(answer) = &upstream {
             record = answered(record, answer);
         }
-        let pending = (!forward).then_some("create");
-        let record = match self.store.mirror_insert(entity.route, &record, pending).await {
-            Ok(()) => record,
-            Err(StoreError::Duplicate(_)) if forward => self.created_meanwhile(entity, record).await?,
-            Err(StoreError::Duplicate(_)) => {
-                return Err(FieldReportError::Conflict(format!(
-                    "{} record {} exists already",
-                    entity.route, record.id
-                )));
-            }
-            Err(other) => return Err(other.into()),
-        };
-        Ok(WriteOutcome { data: record.document, upstream })
-    }
-
-    /// The mirror holds the Id the field-report system has just given a new record: a sync
-    /// read the record between the server's answer and this write of it (the server's Ids
-    /// are its own, so it is the same record). The create stands, as the server made it; the
-    /// mirror keeps the newer copy. Answering 409 here told the client that a record the
-    /// server holds was not made, and its retry made a second one.
-    async fn created_meanwhile(
-        &self,
-        entity: &EntityInfo,
-        record: MirrorRecord,
-    ) -> Result<MirrorRecord, FieldReportError> {
-        for _ in 0..3 {
-            let Some(stored) = self.store.mirror_get(entity.route, &record.id).await? else {
-                // Removed again meanwhile: the create stands as the server answered it.
-                return Ok(record);
+        if forward {
+            // The mirror may hold the Id the field-report system has just given the record: a
+            // sync read it between the server's answer and this write (the server's Ids are
+            // its own, so it is the same record). The create stands, as the server made it
+            // (answering 409 told the client that a record the server holds was not made, and
+            // its retry made a second one); the mirror keeps the newer copy.
+            let record = match self.keep_newer(entity, &record, Removed::Leave).await? {
+                Kept::Copy(kept) => kept,
+                Kept::Removed => record,
+                Kept::Contended => {
+                    return Err(FieldReportError::Conflict(format!(
+                        "{} record {} was made at the field-report system and is being changed here meanwhile; read \
+                         it again",
+                        entity.route, record.id
+                    )));
+                }
             };
-            if stored.version >= record.version {
-                return Ok(stored);
-            }
-            if self.store.mirror_replace(entity.route, &record, stored.version, None).await? {
-                return Ok(record);
-            }
+            return Ok(WriteOutcome { data: record.document, upstream });
         }
-        Err(FieldReportError::Conflict(format!(
-            "{} record {} was made at the field-report system and is being changed here meanwhile; read it again",
-            entity.route, record.id
-        )))
+        match self.store.mirror_insert(entity.route, &record, Some("create")).await {
+            Ok(()) => Ok(WriteOutcome { data: record.document, upstream }),
+            Err(StoreError::Duplicate(_)) => {
+                Err(FieldReportError::Conflict(format!("{} record {} exists already", entity.route, record.id)))
+            }
+            Err(other) => Err(other.into()),
+        }
     }
 
     /// Updates a record at the field-report system (the body deep-merged over the stored
@@ -252,17 +237,8 @@ impl FieldReportService {
         // A local write (an ERP webhook's, pending for `post`) made while the upstream was
         // called leaves the version as read: its fields stay over this write's, and it stays
         // pending, so that `post` sends it on top. Replacing the document lost it for good.
-        let keeping_local = |now: Value, pending: bool| {
-            let mut document = record.document.clone();
-            if let (true, Value::Object(target), Value::Object(now), Value::Object(read)) =
-                (pending, &mut document, &now, &stored.document)
-            {
-                let local = now.iter().filter(|(key, value)| read.get(*key) != Some(*value));
-                target.extend(local.map(|(key, value)| (key.clone(), value.clone())));
-            }
-            MirrorRecord { document, ..record.clone() }
-        };
-        if self.store.mirror_replace_with(entity.route, &record.id, stored.version, keeping_local).await? {
+        let read = Some(&stored.document);
+        if self.replace_keeping_local(entity, &record, stored.version, read).await?.is_some() {
             return Ok(WriteOutcome { data: record.document, upstream: Some(upstream) });
         }
         // The upstream took this write at its version, so a mirror already at that version
@@ -274,7 +250,7 @@ impl FieldReportService {
         let now = self.store.mirror_get(entity.route, &record.id).await?.map(|now| now.version);
         let stands = match now {
             Some(now) if now > version => true,
-            Some(now) if now == version => self.store.mirror_replace(entity.route, &record, version, None).await?,
+            Some(now) if now == version => self.replace_keeping_local(entity, &record, version, read).await?.is_some(),
             _ => false,
         };
         if stands {

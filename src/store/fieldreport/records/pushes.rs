@@ -39,16 +39,17 @@ pub struct PushClaim {
 impl Store {
     /// Replaces a record still at `expected_version` with what `write` makes of the stored
     /// document (and whether a local write of it waits for a push), in one transaction with
-    /// the record locked; false when its version changed or it is gone. A local write leaves
-    /// the version as it was, so a forwarded write's answer checked by version alone replaced
-    /// one made while the upstream was called.
+    /// the record locked; the record written, `None` when its version changed or it is gone.
+    /// A local write leaves the version as it was, so a forwarded write's answer checked by
+    /// version alone replaced one made while the upstream was called.
     pub async fn mirror_replace_with(
         &self,
         entity: &str,
         id: &str,
         expected_version: i64,
         write: impl FnOnce(Value, bool) -> MirrorRecord,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<MirrorRecord>, StoreError> {
+        let mut written = None;
         let outcome = async {
             let mut tx = self.write_transaction().await?;
             let statement = match self.dialect() {
@@ -76,10 +77,13 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
-            Ok(done.rows_affected() == 1)
+            let replaced = done.rows_affected() == 1;
+            written = replaced.then_some(record);
+            Ok(replaced)
         }
         .await;
-        self.mirror_written(entity, &[id], outcome).await
+        self.mirror_written(entity, &[id], outcome).await?;
+        Ok(written)
     }
 
     /// Records written without forwarding and not pushed yet (`kind`: `create` or `update`).

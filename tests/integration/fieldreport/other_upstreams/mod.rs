@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use crate::common::{Api, Db};
 use serde_json::{Value, json};
 
+mod catch_up_races;
 mod counted;
 mod delete_races;
 mod dialects;

@@ -189,13 +189,13 @@ async fn a_create_is_read_back_at_the_configured_server_only(db: Db) {
 
 /// The service, its field-report system `fake` with its answers to `method` held until
 /// the test lets each go (a sync reads what the server made meanwhile).
-async fn serving_held(db: Db, fake: &Arc<WriteFake>, method: Method) -> (TestService, String, Held) {
+pub(super) async fn serving_held(db: Db, fake: &Arc<WriteFake>, method: Method) -> (TestService, String, Held) {
     let served = fake.clone();
     super::fake::serving_held(db, move |req| served.answer(req), move |req| req.method == method).await
 }
 
 /// A company made through the service (the server's answers to creates are not held); its Id.
-async fn made(svc: &TestService, token: &str) -> String {
+pub(super) async fn made(svc: &TestService, token: &str) -> String {
     let made = send(svc, token, Method::POST, COMPANIES, Some(json!({"Id": "0", "Version": 1}))).await;
     let made: Value = made.json().await.unwrap();
     made["data"]["Id"].as_str().unwrap().to_string()
