@@ -1,8 +1,9 @@
 //! Post: a bulk push of internal writes.
 //!
 //! Post sends records that were written without forwarding (e.g. by an ERP webhook)
-//! to the upstream, `create` ones with POST, `update` ones with PUT and local deletes (their
-//! tombstones) with DELETE, and marks each one pushed as soon as the upstream accepted it, so
+//! to the upstream, `create` ones with POST, `update` ones with PUT (the fields written here
+//! over the upstream's current record) and local deletes (their tombstones) with DELETE, and
+//! marks each one pushed as soon as the upstream accepted it, so
 //! a rerun sends nothing twice; a record the upstream refuses is reported and stays pending,
 //! the batch goes on.
 
@@ -61,17 +62,19 @@ impl FieldReportService {
         let mut report = PushReport { entity: info.route.to_string(), kind: kind.to_string(), ..Default::default() };
         let pending = self.store().mirror_pending(info.route, kind).await?;
         let total = pending.len();
-        for record in pending {
+        for listed in pending {
             progress(&report, total);
             self.check_stop()?;
-            let Some(claim) = self.store().mirror_claim_push(info.route, &record.id, kind).await? else {
+            let Some(claim) = self.store().mirror_claim_push(info.route, &listed.id, kind).await? else {
                 report.skipped += 1;
                 continue;
             };
+            // As claimed: a local write made since the list was read goes with it.
+            let record = &claim.record;
             if claim.attempts > 1 && kind == "create" {
-                match self.created_earlier(info, &record).await {
+                match self.created_earlier(info, record).await {
                     Ok(Some(upstream)) => {
-                        self.mark_pushed(info, kind, &record.id, &record, &upstream, &claim).await?;
+                        self.mark_pushed(info, kind, &record.id, record, &upstream, &claim).await?;
                         report.recovered += 1;
                         continue;
                     }
@@ -90,7 +93,7 @@ impl FieldReportService {
                     .await
                     .map(|answer| (answer, record.clone()))
                     .map_err(FieldReportError::from),
-                _ => self.send_update(info, &record).await,
+                _ => self.send_update(info, record, claim.fields.as_deref()).await,
             };
             match sent {
                 Ok((answer, sent)) => {
@@ -190,15 +193,18 @@ impl FieldReportService {
         Ok(())
     }
 
-    /// A pending update, sent on top of the upstream's current record: the local document
-    /// deep-merged over it, with the upstream's `Version` + 1. The internal writers (ERP
-    /// webhooks) are the authority on the fields they write, so a change made upstream
-    /// meanwhile does not refuse the update for ever; fields only the upstream has stay. The
-    /// answer and the record as sent.
+    /// A pending update, sent on top of the upstream's current record: the fields the local
+    /// writes changed (`fields`; the whole local document when they were not recorded)
+    /// deep-merged over it, with the upstream's `Version` + 1. The stored document holds every
+    /// other field as last synced: sent whole, it put back what another client had changed
+    /// there since. The internal writers (ERP webhooks) are the authority on the fields they
+    /// write, so a change made upstream meanwhile does not refuse the update for ever. The
+    /// answer and the record as sent, which the mirror then holds.
     async fn send_update(
         &self,
         info: &EntityInfo,
         record: &MirrorRecord,
+        fields: Option<&[String]>,
     ) -> Result<(Value, MirrorRecord), FieldReportError> {
         let client = self.client()?;
         let current = client.get(info.set, &record.id).await?;
@@ -207,7 +213,7 @@ impl FieldReportService {
         if let Value::Object(fields) = &mut document {
             fields.retain(|key, value| !super::service::is_annotation(key, value));
         }
-        super::merge::deep_merge(&mut document, &record.document);
+        super::merge::deep_merge(&mut document, &written_here(&record.document, fields));
         document["Id"] = Value::String(record.id.clone());
         document["Version"] = Value::from(version);
         let answer = client.update(info.set, &record.id, &super::service::without_system_fields(&document)).await?;
@@ -226,6 +232,16 @@ impl FieldReportService {
             return Ok(None);
         };
         self.upstream_by_external_id(info, external_id).await
+    }
+}
+
+/// What of a pending update's document its push sends: the fields named, or all of it.
+fn written_here(document: &Value, fields: Option<&[String]>) -> Value {
+    match (document, fields) {
+        (Value::Object(all), Some(fields)) => Value::Object(
+            all.iter().filter(|(name, _)| fields.contains(name)).map(|(n, v)| (n.clone(), v.clone())).collect(),
+        ),
+        _ => document.clone(),
     }
 }
 

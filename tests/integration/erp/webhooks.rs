@@ -254,7 +254,40 @@ async fn a_nul_in_a_record_is_stored_as_written(db: Db) {
     svc.stop().await;
 }
 
+/// A customer changed at the ERP after its company reached the field-report system: the
+/// webhook writes every mapped field here, and `post` sends only those it changed, so a field
+/// another client changed at the field-report system meanwhile (the company's telephone) stays
+/// as it is there.
+async fn an_erp_change_keeps_a_field_changed_at_the_field_report_system(db: Db) {
+    let (svc, token) = start_with_customer_5(db).await;
+    let pushed = svc.get_json(&token, "/api/v1/fieldreport/post/2/create/companies").await;
+    assert_eq!(pushed["data"][0]["pushed"], 1, "{pushed}");
+    let company = svc.get_json(&token, "/api/v1/fieldreport/show/companies/ExternalId/5").await;
+    let id = company["data"][0]["Id"].as_str().unwrap().to_string();
+    let upstream = |svc: &TestService| {
+        let request = svc.odata(reqwest::Method::GET, &format!("Companies({id}L)"));
+        async move { request.json_value().await }
+    };
+    let mut elsewhere: Value = upstream(&svc).await;
+    elsewhere["SupportTelephone"] = json!("+49 30 9999");
+    elsewhere["Version"] = json!(elsewhere["Version"].as_i64().unwrap() + 1);
+    let path = format!("Companies({id}L)");
+    let answer = svc.odata(reqwest::Method::PUT, &path).json(&elsewhere).checked().await.unwrap();
+    assert!(answer.status().is_success(), "{}", answer.status());
+
+    erp_update(&svc, "customer", "5", json!({"company": "Müller Bürotechnik AG"})).await;
+    let call = json!({"entityName": "customer", "entityId": "5", "type": "updated"});
+    assert_eq!(processed(&svc, &token, &call).await["outcome"]["fieldReport"]["action"], "updated");
+    let posted = svc.get_json(&token, "/api/v1/fieldreport/post/2/update/companies").await;
+    assert_eq!(posted["data"][0]["pushed"], 1, "{posted}");
+    let now: Value = upstream(&svc).await;
+    assert_eq!(now["Name"], "Müller Bürotechnik AG", "{now}");
+    assert_eq!(now["SupportTelephone"], "+49 30 9999", "the other client's change stays: {now}");
+    svc.stop().await;
+}
+
 on_both_databases!(
+    an_erp_change_keeps_a_field_changed_at_the_field_report_system,
     a_nul_in_a_record_is_stored_as_written,
     webhooks_admit_only_allowlisted_sources,
     webhooks_need_the_secret,

@@ -184,7 +184,71 @@ async fn internal_updates_survive_syncs_and_upstream_changes(db: Db) {
     svc.stop().await;
 }
 
+/// Seeds and syncs the simulator's tag 1001: a local write of it (as an ERP webhook makes it,
+/// pending for `post`).
+async fn one_tag_synced(svc: &TestService, token: &str) -> impl AsyncFn(Value) + use<> {
+    svc.seed("Tags", 1).await;
+    svc.get(token, "/api/v1/fieldreport/sync/tags").await;
+    let writer = internal_writer(svc);
+    async move |fields| {
+        let tags = generated::fieldreport::by_route("tags").unwrap();
+        writer.update_pending(tags, "1001", fields).await.unwrap();
+    }
+}
+
+/// Another client renames tag 1001 at the upstream (its Version 1 to 2).
+async fn renamed_elsewhere(svc: &TestService) {
+    let mut elsewhere = upstream_record(svc, "Tags", "1001").await.unwrap();
+    elsewhere["Name"] = json!("changed elsewhere");
+    elsewhere["Version"] = json!(2);
+    upstream_client(svc).unwrap().update("Tags", "1001", &elsewhere).await.unwrap();
+}
+
+/// A pending update sends over the upstream's current record only the fields the local writes
+/// changed, gathered across them until the push (a field written with the value it had is no
+/// change, as an ERP webhook writes every mapped field): a field another client changed there
+/// meanwhile stays as it is there, and the mirror takes the upstream's record with the local
+/// fields on top.
+async fn a_push_sends_only_the_fields_written_here(db: Db) {
+    let (svc, token) = TestService::with_user(db, &[]).await;
+    let write_here = one_tag_synced(&svc, &token).await;
+    write_here(json!({"Description": "from the ERP"})).await;
+    write_here(json!({"Color": "red", "Name": "Tags 0"})).await;
+    renamed_elsewhere(&svc).await;
+
+    let pushed: Value = svc.get_json(&token, "/api/v1/fieldreport/post/1/update/tags").await;
+    assert_eq!(pushed["data"][0]["pushed"], 1, "{pushed}");
+    let upstream = upstream_record(&svc, "Tags", "1001").await.unwrap();
+    let fields = |record: &Value| {
+        let field = |name: &str| record[name].as_str().map(str::to_string);
+        (field("Name"), field("Description"), field("Color"), record["Version"].as_i64())
+    };
+    let expected =
+        (Some("changed elsewhere".to_string()), Some("from the ERP".to_string()), Some("red".to_string()), Some(3));
+    assert_eq!(fields(&upstream), expected, "the other client's change stays: {upstream}");
+    let local: Value = svc.get_json(&token, "/api/v1/fieldreport/tags/1001").await;
+    assert_eq!(fields(&local), expected, "the mirror holds what the upstream has: {local}");
+    svc.stop().await;
+}
+
+/// A pending update whose changed fields were not recorded (made pending before they were,
+/// migration 0043) is pushed as it was then: its whole document over the upstream's record.
+async fn an_update_pending_without_its_fields_is_pushed_whole(db: Db) {
+    let (svc, token) = TestService::with_user(db, &[]).await;
+    one_tag_synced(&svc, &token).await(json!({"Description": "from the ERP"})).await;
+    sqlx::query("UPDATE fieldreport_records SET pending_fields = NULL").execute(svc.store().pool()).await.unwrap();
+    renamed_elsewhere(&svc).await;
+
+    let pushed: Value = svc.get_json(&token, "/api/v1/fieldreport/post/1/update/tags").await;
+    assert_eq!(pushed["data"][0]["pushed"], 1, "{pushed}");
+    let upstream = upstream_record(&svc, "Tags", "1001").await.unwrap();
+    assert_eq!((upstream["Name"].as_str(), upstream["Description"].as_str()), (Some("Tags 0"), Some("from the ERP")));
+    svc.stop().await;
+}
+
 on_both_databases!(
+    a_push_sends_only_the_fields_written_here,
+    an_update_pending_without_its_fields_is_pushed_whole,
     internal_updates_survive_syncs_and_upstream_changes,
     setup_runs_the_stages_in_order,
     internal_writes_are_pushed_once,

@@ -243,7 +243,8 @@ impl Store {
     }
 
     /// Replaces a record if it is still at `expected_version`; false when another write came
-    /// first (or the record is gone).
+    /// first (or the record is gone). With `pending_push`, a local write, pending for `post`
+    /// with the fields it changed ([`Store::mirror_replace_pending`]).
     pub async fn mirror_replace(
         &self,
         entity: &str,
@@ -251,6 +252,9 @@ impl Store {
         expected_version: i64,
         pending_push: Option<&str>,
     ) -> Result<bool, StoreError> {
+        if let Some(kind) = pending_push {
+            return self.mirror_replace_pending(entity, record, expected_version, kind).await;
+        }
         let statement = if self.unflushed(pending_push) { MIRROR_REPLACE_UNFLUSHED } else { MIRROR_REPLACE };
         let _turn = self.write_turn().await?;
         let mut lease = self.lease().await?;

@@ -1,7 +1,7 @@
 use serde_json::json;
 use sqlx::{AnyConnection, Connection, Executor};
 
-use super::pushes::{MIRROR_CLAIM_PUSH, MIRROR_MARK_PUSHED, MIRROR_RELEASE_PUSH};
+use super::pushes::{MIRROR_CLAIM_PUSH, MIRROR_MARK_PUSHED, MIRROR_RELEASE_PUSH, MIRROR_REPLACE_PENDING};
 use super::*;
 use crate::store::{Dialect, TestQuery, plan_of};
 
@@ -91,6 +91,58 @@ async fn a_local_write_during_a_push_keeps_the_record_pending() {
     }
 }
 
+/// Each local write records the fields it changed, added to those of the writes before it
+/// until the push, which clears them; a pending create, and an update made pending before the
+/// fields were recorded (none stored), are sent whole.
+#[tokio::test]
+async fn local_writes_record_the_fields_they_changed_until_the_push() {
+    for test in crate::store::testing::stores_on_both_databases().await {
+        let store = &test.store;
+        let document = json!({"Id": "7", "Version": 1, "Name": "a", "Color": "red"});
+        let record = MirrorRecord { id: "7".into(), version: 1, document: document.clone() };
+        store.mirror_insert("tags", &record, None).await.unwrap();
+        let write = |fields: serde_json::Value| {
+            let mut document = document.clone();
+            document.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+            MirrorRecord { document, ..record.clone() }
+        };
+        let claimed_fields = async |kind| {
+            let claim = store.mirror_claim_push("tags", "7", kind).await.unwrap().unwrap();
+            store.mirror_release_push("tags", "7").await.unwrap();
+            claim.fields
+        };
+        assert!(
+            store
+                .mirror_replace("tags", &write(json!({"Name": "b", "Color": "red"})), 1, Some("update"))
+                .await
+                .unwrap()
+        );
+        assert_eq!(claimed_fields("update").await, Some(vec!["Name".to_string()]), "Color was written as it was");
+        let later = write(json!({"Name": "b", "Description": "d"}));
+        assert!(store.mirror_replace("tags", &later, 1, Some("update")).await.unwrap());
+        let claim = store.mirror_claim_push("tags", "7", "update").await.unwrap().unwrap();
+        assert_eq!(claim.fields, Some(vec!["Name".to_string(), "Description".to_string()]));
+        assert_eq!(claim.record, later, "the claim carries the record as it is");
+        assert!(store.mirror_mark_pushed("tags", "7", &later, Some(claim.until)).await.unwrap());
+        let mut blue = later.clone();
+        blue.document["Color"] = json!("blue");
+        assert!(store.mirror_replace("tags", &blue, 1, Some("update")).await.unwrap());
+        assert_eq!(claimed_fields("update").await, Some(vec!["Color".to_string()]), "a push starts the list anew");
+
+        sqlx::query("UPDATE fieldreport_records SET pending_fields = NULL").execute(store.pool()).await.unwrap();
+        assert!(store.mirror_replace("tags", &write(json!({"Name": "c"})), 1, Some("update")).await.unwrap());
+        assert_eq!(claimed_fields("update").await, None, "pending from before the list: whole");
+
+        let created = MirrorRecord { id: "8".into(), ..record.clone() };
+        store.mirror_insert("tags", &created, Some("create")).await.unwrap();
+        let changed = MirrorRecord { document: json!({"Id": "8", "Version": 1, "Name": "z"}), ..created };
+        assert!(store.mirror_replace("tags", &changed, 1, Some("update")).await.unwrap());
+        let claim = store.mirror_claim_push("tags", "8", "create").await.unwrap().unwrap();
+        assert_eq!((claim.fields, claim.record.document["Name"].as_str()), (None, Some("z")), "a create is sent whole");
+        test.finish().await;
+    }
+}
+
 use crate::store::TestValues as Values;
 
 /// Each statement on one record, with a function that binds values to its parameters.
@@ -102,6 +154,9 @@ fn statements_by_record() -> Vec<(&'static str, Values)> {
         (MIRROR_CLAIM_PUSH, |query| query.bind(1_i64).bind("companies").bind("12").bind("create").bind(1_i64)),
         (MIRROR_REPLACE, replace_values),
         (MIRROR_REPLACE_UNFLUSHED, replace_values),
+        (MIRROR_REPLACE_PENDING, |query| {
+            query.bind(2_i64).bind("{}").bind(1_i64).bind("update").bind("[]").bind("e").bind("companies").bind("12")
+        }),
         (MIRROR_MARK_PUSHED, |query| {
             query.bind("40").bind(2_i64).bind("{}").bind(1_i64).bind("companies").bind("12").bind("e").bind(1_i64)
         }),
