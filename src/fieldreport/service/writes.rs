@@ -192,6 +192,15 @@ impl FieldReportService {
         let mut stored = self.load(entity, id).await?;
         if forward {
             Self::check_identity(entity, &stored, &body)?;
+            // Sent on, the update was answered 404 and the record dropped as deleted there:
+            // the local create was lost, and `post` never made it.
+            if self.store.mirror_create_pending(entity.route, &stored.id).await? {
+                return Err(FieldReportError::Conflict(format!(
+                    "{} record {} was created here and is not at the field-report system yet: `post` creates it \
+                     there; update it after that",
+                    entity.route, stored.id
+                )));
+            }
         }
         if forward && self.store.update_unsettled(entity.route, &stored.id).await? {
             stored = self.settle_before_update(entity, stored).await?;

@@ -60,6 +60,17 @@ impl Store {
         outcome
     }
 
+    /// Whether the record is a create made here and not yet pushed: its Id is ours, and the
+    /// upstream knows no such record until `post` creates it.
+    pub async fn mirror_create_pending(&self, entity: &str, id: &str) -> Result<bool, StoreError> {
+        let state = sqlx::query(RECORD_STATE).bind(entity).bind(id).fetch_optional(self.pool()).await?;
+        let pending: Option<String> = match state {
+            Some(state) => state.try_get("pending_push")?,
+            None => None,
+        };
+        Ok(pending.as_deref() == Some("create"))
+    }
+
     async fn delete_with_tombstone(&self, entity: &str, id: &str) -> Result<LocalDelete, StoreError> {
         let mut tx = self.write_transaction().await?;
         let statement = if self.dialect() == Dialect::Postgres { RECORD_STATE_FOR_UPDATE } else { RECORD_STATE };

@@ -3,7 +3,7 @@
 //! answered, as it does for a forwarded write, so the next update through the API is not
 //! refused as stale.
 
-use crate::common::{Api, Db, TestService};
+use crate::common::{Api, Db, TestService, error_body};
 use integration_service::fieldreport::service::FieldReportService;
 use integration_service::upstream::{System, UpstreamError};
 use reqwest::Method;
@@ -71,7 +71,26 @@ async fn a_pushed_create_answered_with_only_an_address_takes_the_servers_version
     svc.stop().await;
 }
 
+/// A record created here and not pushed yet has an Id the server does not know: an update
+/// through the API is refused (409) without reaching the server, and the create stays for
+/// `post`, which makes it. Sent on, the update was answered 404 and the record dropped.
+async fn an_update_through_the_api_keeps_a_create_not_pushed_yet(db: Db) {
+    let fake = WriteFake::new();
+    let (svc, token) = start(db, &fake).await;
+    let companies = generated::fieldreport::by_route("companies").unwrap();
+    let record = json!({"Id": "local", "Version": 5, "Name": "Acme"});
+    internal_writer(&svc).create_pending(companies, record).await.unwrap();
+    let path = "/api/v1/fieldreport/companies/local";
+    let updated = svc.call(&token, Method::PATCH, path, Some(json!({"Name": "by hand"}))).await;
+    assert_eq!(error_body(updated, 409).await["error_code"], "conflict");
+    assert_eq!(svc.call(&token, Method::GET, path, None).await.status(), 200, "the create is kept");
+    push(&svc, &token, "create").await;
+    assert_eq!(mirror(&svc).await, fake.versions());
+    svc.stop().await;
+}
+
 on_both_databases!(
+    an_update_through_the_api_keeps_a_create_not_pushed_yet,
     pushed_writes_take_the_record_the_server_answered,
     a_pushed_create_answered_with_only_an_address_takes_the_servers_version,
 );
