@@ -8,6 +8,7 @@ use integration_service::fieldreport::service::FieldReportService;
 use integration_service::upstream::{System, UpstreamError};
 use reqwest::Method;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use super::mirror;
 use super::write_fake::{Created, Updated, WriteFake, start};
@@ -32,6 +33,24 @@ async fn update_through_the_api(svc: &TestService, token: &str, name: &str) {
     assert_eq!(updated.status(), 200, "{name}: {}", updated.text().await.unwrap());
 }
 
+/// A service over `fake` holding one company created here and pending for `post` (Id `local`).
+async fn with_a_create_pending(db: Db, fake: &Arc<WriteFake>) -> (TestService, String) {
+    let (svc, token) = start(db, fake).await;
+    let companies = generated::fieldreport::by_route("companies").unwrap();
+    let record = json!({"Id": "local", "Version": 5, "Name": "Acme"});
+    internal_writer(&svc).create_pending(companies, record).await.unwrap();
+    (svc, token)
+}
+
+/// Pushes the pending writes of `kind`, then updates the record through the API: the mirror
+/// holds the server's versions after each.
+async fn push_then_update_by_hand(svc: &TestService, token: &str, fake: &WriteFake, kind: &str) {
+    push(svc, token, kind).await;
+    assert_eq!(mirror(svc).await, fake.versions(), "after the pushed {kind}");
+    update_through_the_api(svc, token, "by hand").await;
+    assert_eq!(mirror(svc).await, fake.versions(), "after an update by hand");
+}
+
 /// A server that assigns a created record's `Version` and sets its own on every update,
 /// answering each with the record: a pushed create kept the Version sent, a pushed update the
 /// one it sent, and the next update through the API was refused as stale.
@@ -39,18 +58,13 @@ async fn pushed_writes_take_the_record_the_server_answered(db: Db) {
     let fake = WriteFake::new();
     *fake.first_version.lock().unwrap() = Some(1);
     *fake.updated.lock().unwrap() = Updated::Record;
-    let (svc, token) = start(db, &fake).await;
-    let writer = internal_writer(&svc);
-    let companies = generated::fieldreport::by_route("companies").unwrap();
-    writer.create_pending(companies, json!({"Id": "local", "Version": 5, "Name": "Acme"})).await.unwrap();
+    let (svc, token) = with_a_create_pending(db, &fake).await;
     push(&svc, &token, "create").await;
     assert_eq!(mirror(&svc).await, fake.versions(), "after the create");
     let id = mirror(&svc).await.into_keys().next().unwrap();
-    writer.update_pending(companies, &id, json!({"Name": "from the ERP"})).await.unwrap();
-    push(&svc, &token, "update").await;
-    assert_eq!(mirror(&svc).await, fake.versions(), "after the update");
-    update_through_the_api(&svc, &token, "by hand").await;
-    assert_eq!(mirror(&svc).await, fake.versions());
+    let companies = generated::fieldreport::by_route("companies").unwrap();
+    internal_writer(&svc).update_pending(companies, &id, json!({"Name": "from the ERP"})).await.unwrap();
+    push_then_update_by_hand(&svc, &token, &fake, "update").await;
     svc.stop().await;
 }
 
@@ -60,14 +74,8 @@ async fn a_pushed_create_answered_with_only_an_address_takes_the_servers_version
     let fake = WriteFake::new();
     *fake.first_version.lock().unwrap() = Some(1);
     *fake.created.lock().unwrap() = Created::NoContent;
-    let (svc, token) = start(db, &fake).await;
-    let companies = generated::fieldreport::by_route("companies").unwrap();
-    let record = json!({"Id": "local", "Version": 5, "Name": "Acme"});
-    internal_writer(&svc).create_pending(companies, record).await.unwrap();
-    push(&svc, &token, "create").await;
-    assert_eq!(mirror(&svc).await, fake.versions());
-    update_through_the_api(&svc, &token, "by hand").await;
-    assert_eq!(mirror(&svc).await, fake.versions());
+    let (svc, token) = with_a_create_pending(db, &fake).await;
+    push_then_update_by_hand(&svc, &token, &fake, "create").await;
     svc.stop().await;
 }
 
@@ -76,16 +84,13 @@ async fn a_pushed_create_answered_with_only_an_address_takes_the_servers_version
 /// `post`, which makes it. Sent on, the update was answered 404 and the record dropped.
 async fn an_update_through_the_api_keeps_a_create_not_pushed_yet(db: Db) {
     let fake = WriteFake::new();
-    let (svc, token) = start(db, &fake).await;
-    let companies = generated::fieldreport::by_route("companies").unwrap();
-    let record = json!({"Id": "local", "Version": 5, "Name": "Acme"});
-    internal_writer(&svc).create_pending(companies, record).await.unwrap();
+    let (svc, token) = with_a_create_pending(db, &fake).await;
     let path = "/api/v1/fieldreport/companies/local";
     let updated = svc.call(&token, Method::PATCH, path, Some(json!({"Name": "by hand"}))).await;
     assert_eq!(error_body(updated, 409).await["error_code"], "conflict");
-    assert_eq!(svc.call(&token, Method::GET, path, None).await.status(), 200, "the create is kept");
-    push(&svc, &token, "create").await;
-    assert_eq!(mirror(&svc).await, fake.versions());
+    let kept = svc.store().mirror_get("companies", "local").await.unwrap();
+    assert!(kept.is_some(), "the create is kept for `post`");
+    push_then_update_by_hand(&svc, &token, &fake, "create").await;
     svc.stop().await;
 }
 
