@@ -261,11 +261,7 @@ impl FieldReportService {
 
     /// How many records of the set `filter` holds (all without), as the server counts them;
     /// `None` for a server that cannot count.
-    pub(super) async fn count_records(
-        &self,
-        info: &EntityInfo,
-        filter: Option<&str>,
-    ) -> Result<Option<u64>, FieldReportError> {
+    async fn count_records(&self, info: &EntityInfo, filter: Option<&str>) -> Result<Option<u64>, FieldReportError> {
         match self.client()?.count(info.set, filter).await {
             Ok(counted) => Ok(Some(counted)),
             // A server error, busy or away (after the retries of a transient failure): no word
